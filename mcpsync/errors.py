@@ -1,0 +1,141 @@
+"""Every exception mcpsync raises, under one root.
+
+Owns: the exception hierarchy. Each layer translates its low-level errors (OSError,
+requests exceptions, JSON errors) into one of these at its boundary, so callers can
+catch ``MCPSyncError`` for everything, or a builtin (``TimeoutError``,
+``ConnectionError``, ``ValueError``) through the mixins.
+
+Security: no exception text may carry a token, a client secret or an authorization code.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "MCPSyncError",
+    "ConfigError",
+    "TransportError",
+    "ServerExited",
+    "ConnectError",
+    "DNSError",
+    "TLSError",
+    "HTTPStatusError",
+    "SessionExpired",
+    "ProtocolError",
+    "HandshakeError",
+    "VersionMismatch",
+    "CapabilityError",
+    "RequestTimeout",
+    "RequestCancelled",
+    "ServerError",
+    "SessionClosed",
+    "AuthError",
+]
+
+
+class MCPSyncError(Exception):
+    """Root of every error mcpsync raises."""
+
+
+class ConfigError(MCPSyncError, ValueError):
+    """A configuration entry or argument is wrong; the message names where and what."""
+
+
+class TransportError(MCPSyncError, ConnectionError):
+    """The byte stream to the server failed or ended."""
+
+
+class ServerExited(TransportError):
+    """A stdio server process ended; carries its exit code and its last stderr lines."""
+
+    def __init__(self, message: str, *, exit_code: int | None = None, stderr_tail: str = "") -> None:
+        self.exit_code = exit_code
+        self.stderr_tail = stderr_tail
+        full = message
+        if exit_code is not None:
+            full += f" (exit code {exit_code})"
+        if stderr_tail:
+            full += "\n--- last stderr lines ---\n" + stderr_tail
+        super().__init__(full)
+
+
+class ConnectError(TransportError):
+    """The server could not be reached (connection refused, reset before a reply)."""
+
+
+class DNSError(ConnectError):
+    """The server's host name did not resolve."""
+
+
+class TLSError(ConnectError):
+    """The TLS handshake or certificate verification failed."""
+
+
+class HTTPStatusError(TransportError):
+    """An HTTP reply with an unexpected status; carries status, URL and a body excerpt."""
+
+    def __init__(self, status: int, url: str, body_excerpt: str = "", message: str = "") -> None:
+        self.status = status
+        self.url = url
+        self.body_excerpt = body_excerpt
+        text = message or f"HTTP {status} from {url}"
+        if body_excerpt:
+            text += f": {body_excerpt}"
+        super().__init__(text)
+
+
+class SessionExpired(TransportError):
+    """The server no longer knows our HTTP session (404 on a request with a session id)."""
+
+
+class ProtocolError(MCPSyncError):
+    """The peer broke the protocol: garbage on the wire, a malformed message, a bad result."""
+
+
+class HandshakeError(MCPSyncError):
+    """Bring-up failed after bytes could flow (initialize or discovery)."""
+
+
+class VersionMismatch(HandshakeError):
+    """Client and server share no protocol version."""
+
+    def __init__(self, client_versions: tuple[str, ...] | list[str], server_version: str) -> None:
+        self.client_versions = tuple(client_versions)
+        self.server_version = server_version
+        super().__init__(
+            f"server chose protocol version {server_version!r}; "
+            f"this client supports {', '.join(self.client_versions)}"
+        )
+
+
+class CapabilityError(MCPSyncError):
+    """A method needs a capability the peer did not advertise; nothing was sent."""
+
+
+class RequestTimeout(MCPSyncError, TimeoutError):
+    """No response within the request's timeout; the server was sent a cancellation."""
+
+
+class RequestCancelled(MCPSyncError):
+    """The request was cancelled by the caller (cancel(), Ctrl-C) or by the server."""
+
+
+class ServerError(MCPSyncError):
+    """The server answered with a JSON-RPC error; keeps code, message and data."""
+
+    def __init__(self, code: int, message: str, data: Any = None, *, method: str | None = None) -> None:
+        self.code = code
+        self.message = message
+        self.data = data
+        self.method = method
+        where = f" to {method}" if method else ""
+        super().__init__(f"server error {code}{where}: {message}")
+
+
+class SessionClosed(MCPSyncError):
+    """The session was closed (by the caller or because its transport ended)."""
+
+
+class AuthError(MCPSyncError):
+    """The authorization flow failed or was refused; never carries a secret."""
