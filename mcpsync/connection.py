@@ -1,0 +1,495 @@
+"""The JSON-RPC connection: requests as futures, over any transport.
+
+Owns: request ids and the pending-call table, timeouts (one timer thread), progress,
+cancellation (``notifications/cancelled``), the ordered notification dispatch thread,
+the threads that run server-to-client requests, and failing every pending call at once
+when the transport ends. It knows nothing of MCP methods beyond progress, cancellation
+and ping: the handshake and the typed API sit above it.
+
+Threads, for one connection to server ``name``:
+- the transport's reader(s) call ``_on_message``; a response resolves its future right
+  there (one thread hop on the hot path: reader -> waiting caller);
+- ``mcpsync-dispatch[name]`` runs notification callbacks in wire order;
+- ``mcpsync-timer[name]`` fails calls whose deadline passed;
+- ``mcpsync-handler[name]`` threads run server requests (sampling, elicitation, roots),
+  never on the reader, so a slow handler never stops reading.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, InvalidStateError
+from typing import Any, NamedTuple
+
+from . import jsonrpc
+from .errors import (
+    MCPSyncError,
+    ProtocolError,
+    RequestCancelled,
+    RequestTimeout,
+    ServerError,
+    SessionClosed,
+    SessionExpired,
+    TransportError,
+)
+from .transports.base import Message, Transport
+
+__all__ = ["Connection", "Progress", "RequestHandler", "NotificationHandler"]
+
+log = logging.getLogger("mcpsync")
+
+#: A server-to-client request handler: params -> result (a dict or a pydantic model).
+RequestHandler = Callable[[dict[str, Any]], Any]
+#: Called in wire order for every notification that is not progress or cancellation.
+NotificationHandler = Callable[[str, dict[str, Any]], None]
+
+_STOP = object()
+_NEVER = float("inf")
+
+
+class Progress(NamedTuple):
+    """One progress report for a request in flight."""
+
+    progress: float
+    total: float | None = None
+    message: str | None = None
+
+
+class _Call:
+    __slots__ = ("id", "method", "future", "on_progress", "timeout", "deadline", "hard_deadline", "reset")
+
+    def __init__(self, rid: int, method: str, future: Future[Any]) -> None:
+        self.id = rid
+        self.method = method
+        self.future = future
+        self.on_progress: Callable[[Progress], None] | None = None
+        self.timeout = _NEVER
+        self.deadline = _NEVER
+        self.hard_deadline = _NEVER
+        self.reset = False
+
+
+class Connection:
+    """Correlates requests and responses over one transport; thread-safe."""
+
+    def __init__(
+        self,
+        transport: Transport,
+        *,
+        name: str = "server",
+        default_timeout: float | None = 60.0,
+        request_handlers: dict[str, RequestHandler] | None = None,
+        notification_handler: NotificationHandler | None = None,
+        max_concurrent_handlers: int = 8,
+    ) -> None:
+        self.transport = transport
+        self.name = name
+        self.default_timeout = default_timeout
+        self.request_handlers: dict[str, RequestHandler] = dict(request_handlers or {})
+        self.notification_handler = notification_handler
+        #: adds per-request `_meta` entries (the 2026-07-28 wire); set by the handshake
+        self.meta_provider: Callable[[str], dict[str, Any]] | None = None
+        #: called when the transport reports an expired HTTP session; must re-initialize
+        self.reinitialize: Callable[[], None] | None = None
+        #: garbage on the wire and stray responses, as ProtocolErrors (most recent last)
+        self.protocol_errors: list[ProtocolError] = []
+        self._ids = itertools.count(1)
+        self._pending: dict[Any, _Call] = {}
+        self._closed = False
+        self._close_error: BaseException | None = None
+        self._state_lock = threading.Lock()
+        self._notifications: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._dispatcher = threading.Thread(target=self._dispatch_loop, name=f"mcpsync-dispatch[{name}]", daemon=True)
+        self._timer_cond = threading.Condition()
+        self._timer_next = _NEVER
+        self._timer_stop = False
+        self._timer = threading.Thread(target=self._timer_loop, name=f"mcpsync-timer[{name}]", daemon=True)
+        self._handler_slots = threading.BoundedSemaphore(max_concurrent_handlers)
+        self._handler_threads: set[threading.Thread] = set()
+        self._incoming_cancelled: set[Any] = set()
+        self._reinit_lock = threading.Lock()
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the threads, then the transport (which may deliver at once)."""
+        self._dispatcher.start()
+        self._timer.start()
+        try:
+            self.transport.start(self._on_message, self._on_transport_closed, self._on_wire_error)
+        except BaseException:
+            self._stop_threads()
+            raise
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def close_error(self) -> BaseException | None:
+        """Why the connection ended, when it was not closed by the caller."""
+        return self._close_error
+
+    def close(self) -> None:
+        """Close the transport, fail what is pending, stop every thread (bounded)."""
+        with self._state_lock:
+            already = self._closed
+            self._closed = True
+        if not already:
+            self._fail_all(SessionClosed(f"session with {self.name!r} was closed"))
+        try:
+            self.transport.close()
+        finally:
+            self._stop_threads()
+
+    # -- requests --------------------------------------------------------------------
+
+    def request(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        timeout: float | None = ...,  # type: ignore[assignment]
+        on_progress: Callable[[Progress], None] | None = None,
+        reset_timeout_on_progress: bool = False,
+        max_timeout: float | None = None,
+    ) -> Future[Any]:
+        """Send a request; the future resolves to the raw ``result`` dict.
+
+        ``timeout`` (seconds, None = no limit) defaults to the connection's. With
+        ``reset_timeout_on_progress`` each progress report restarts the timeout, but
+        never past ``max_timeout`` from the start (default: 10 x timeout).
+        """
+        if self._closed:
+            raise self._closed_error()
+        rid = next(self._ids)
+        future: Future[Any] = Future()
+        call = _Call(rid, method, future)
+        future._mcpsync_call = call  # type: ignore[attr-defined]
+        if self.meta_provider is not None or on_progress is not None:
+            params = dict(params) if params else {}
+            meta = dict(params.get("_meta") or {})
+            if self.meta_provider is not None:
+                meta.update(self.meta_provider(method))
+            if on_progress is not None:
+                meta["progressToken"] = rid
+                call.on_progress = on_progress
+                call.reset = reset_timeout_on_progress
+            params["_meta"] = meta
+        message: Message = {"jsonrpc": "2.0", "id": rid, "method": method}
+        if params is not None:
+            message["params"] = params
+        if timeout is ...:
+            timeout = self.default_timeout
+        self._pending[rid] = call  # registered before the write: a reply may come at once
+        if timeout is not None:
+            now = time.monotonic()
+            call.timeout = timeout
+            call.deadline = now + timeout
+            call.hard_deadline = now + (max_timeout if max_timeout is not None else 10 * timeout)
+            self._schedule(call.deadline)
+        future.add_done_callback(self._on_future_done)
+        self._send_request(message, call, timeout)
+        return future
+
+    def _send_request(self, message: Message, call: _Call, timeout: float | None) -> None:
+        try:
+            self.transport.send(message, timeout=timeout)
+        except SessionExpired as expired:
+            if self.reinitialize is None or call.method == "initialize":
+                self._retire(call, expired)
+                return
+            try:
+                self._reinitialize_once()
+                self.transport.send(message, timeout=timeout)
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller via the future
+                self._retire(call, exc)
+        except MCPSyncError as exc:
+            self._retire(call, exc)
+        except BaseException as exc:
+            self._retire(call, TransportError(f"sending {call.method} failed: {exc!r}"))
+            if not isinstance(exc, Exception):
+                raise
+
+    def _reinitialize_once(self) -> None:
+        assert self.reinitialize is not None
+        with self._reinit_lock:  # one thread re-initializes; the others wait and re-send
+            self.reinitialize()
+
+    def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+        """Send a notification (no response)."""
+        if self._closed:
+            raise self._closed_error()
+        message: Message = {"jsonrpc": "2.0", "method": method}
+        if self.meta_provider is not None:
+            params = dict(params) if params else {}
+            params["_meta"] = {**self.meta_provider(method), **(params.get("_meta") or {})}
+        if params is not None:
+            message["params"] = params
+        self.transport.send(message)
+
+    def wait(self, future: Future[Any]) -> Any:
+        """Block until ``future`` resolves; bounded by the call's deadline.
+
+        Ctrl-C (KeyboardInterrupt) while waiting cancels the request (the server is
+        told) and re-raises.
+        """
+        call = self._call_of(future)
+        try:
+            while True:
+                if call is None:
+                    return future.result(timeout=self.default_timeout)
+                remaining = call.deadline - time.monotonic()
+                if remaining == _NEVER:
+                    remaining = None  # the caller asked for no limit
+                try:
+                    return future.result(timeout=None if remaining is None else max(remaining, 0) + 1.0)
+                except TimeoutError:
+                    if future.done():
+                        raise
+                    if call.deadline - time.monotonic() <= 0:  # the timer did not get to it
+                        self._expire(call)
+        except KeyboardInterrupt:
+            future.cancel()
+            raise
+
+    def _call_of(self, future: Future[Any]) -> _Call | None:
+        return getattr(future, "_mcpsync_call", None)
+
+    def _on_future_done(self, future: Future[Any]) -> None:
+        if future.cancelled():
+            call = self._call_of(future)
+            if call is not None and self._pending.pop(call.id, None) is not None:
+                self._send_cancelled(call, "cancelled by the client")
+
+    def cancel(self, future: Future[Any], reason: str = "cancelled by the client") -> bool:
+        """Cancel a request in flight: retire it and tell the server."""
+        return future.cancel()
+
+    # -- incoming --------------------------------------------------------------------
+
+    def _on_message(self, message: Message) -> None:
+        if "method" not in message:
+            rid = message.get("id")
+            call = self._pending.pop(rid, None)
+            if call is None:
+                if "result" in message or "error" in message:
+                    self._on_wire_error(ProtocolError(f"response for unknown request id {rid!r} from {self.name!r}"))
+                else:
+                    self._on_wire_error(ProtocolError(f"invalid message from {self.name!r}: {jsonrpc.excerpt(str(message))}"))
+                return
+            error = message.get("error")
+            try:
+                if error is not None:
+                    call.future.set_exception(_server_error(error, call.method))
+                elif "result" in message:
+                    call.future.set_result(message["result"])
+                else:
+                    call.future.set_exception(ProtocolError(f"response to {call.method} has neither result nor error"))
+            except InvalidStateError:
+                pass  # cancelled concurrently
+        elif "id" in message:
+            self._on_server_request(message)
+        else:
+            self._notifications.put(message)
+
+    def _on_wire_error(self, error: BaseException) -> None:
+        if isinstance(error, ProtocolError):
+            self.protocol_errors.append(error)
+            del self.protocol_errors[:-50]
+        log.warning("mcpsync: %s", error)
+
+    def _on_transport_closed(self, error: BaseException | None) -> None:
+        with self._state_lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._close_error = error
+        self._fail_all(error or SessionClosed(f"connection to {self.name!r} was closed"))
+        # Let the worker threads end by themselves; close() still joins them.
+        self._notifications.put(_STOP)
+        with self._timer_cond:
+            self._timer_stop = True
+            self._timer_cond.notify()
+
+    def _fail_all(self, error: BaseException) -> None:
+        while self._pending:
+            try:
+                _, call = self._pending.popitem()
+            except KeyError:
+                break
+            try:
+                call.future.set_exception(error)
+            except InvalidStateError:
+                pass
+
+    def _closed_error(self) -> BaseException:
+        cause = self._close_error
+        if isinstance(cause, MCPSyncError):
+            return cause
+        error = SessionClosed(f"session with {self.name!r} is closed")
+        error.__cause__ = cause
+        return error
+
+    # -- notifications (one ordered thread) ---------------------------------------------
+
+    def _dispatch_loop(self) -> None:
+        get = self._notifications.get
+        while True:
+            message = get()
+            if message is _STOP:
+                return
+            method = message.get("method")
+            params = message.get("params") or {}
+            try:
+                if method == "notifications/progress":
+                    self._on_progress(params)
+                elif method == "notifications/cancelled":
+                    self._incoming_cancelled.add(params.get("requestId"))
+                elif self.notification_handler is not None:
+                    self.notification_handler(method, params)
+            except Exception:
+                log.exception("mcpsync: notification handler failed for %s from %s", method, self.name)
+
+    def _on_progress(self, params: dict[str, Any]) -> None:
+        call = self._pending.get(params.get("progressToken"))
+        if call is None or call.on_progress is None:
+            return
+        if call.reset and call.timeout != _NEVER:
+            call.deadline = min(time.monotonic() + call.timeout, call.hard_deadline)
+        call.on_progress(Progress(params.get("progress", 0), params.get("total"), params.get("message")))
+
+    # -- server-to-client requests -----------------------------------------------------
+
+    def _on_server_request(self, message: Message) -> None:
+        method = message.get("method")
+        rid = message.get("id")
+        handler = self.request_handlers.get(method)  # type: ignore[arg-type]
+        if method == "ping":
+            self._reply(rid, {})
+        elif handler is None:
+            self._reply_error(rid, jsonrpc.METHOD_NOT_FOUND, f"client does not handle {method!r}")
+        elif not self._handler_slots.acquire(blocking=False):
+            self._reply_error(rid, jsonrpc.INTERNAL_ERROR, "client is busy: too many server requests at once")
+        else:
+            thread = threading.Thread(
+                target=self._run_handler, args=(handler, message), name=f"mcpsync-handler[{self.name}]", daemon=True
+            )
+            self._handler_threads.add(thread)
+            thread.start()
+
+    def _run_handler(self, handler: RequestHandler, message: Message) -> None:
+        rid = message.get("id")
+        try:
+            result = handler(message.get("params") or {})
+            if hasattr(result, "model_dump"):
+                result = result.model_dump(by_alias=True, exclude_none=True, mode="json")
+            if rid in self._incoming_cancelled:
+                self._incoming_cancelled.discard(rid)  # the server no longer wants an answer
+            else:
+                self._reply(rid, result if result is not None else {})
+        except ServerError as exc:
+            self._reply_error(rid, exc.code, exc.message, exc.data)
+        except Exception as exc:
+            log.exception("mcpsync: handler for %s failed", message.get("method"))
+            self._reply_error(rid, jsonrpc.INTERNAL_ERROR, f"client handler failed: {type(exc).__name__}: {exc}")
+        finally:
+            self._handler_slots.release()
+            self._handler_threads.discard(threading.current_thread())
+
+    def _reply(self, rid: Any, result: Any) -> None:
+        self._send_quietly({"jsonrpc": "2.0", "id": rid, "result": result})
+
+    def _reply_error(self, rid: Any, code: int, message: str, data: Any = None) -> None:
+        self._send_quietly(jsonrpc.error_response(rid, code, message, data))
+
+    def _send_quietly(self, message: Message) -> None:
+        if self._closed:
+            return
+        try:
+            self.transport.send(message)
+        except MCPSyncError as exc:
+            log.warning("mcpsync: could not send to %s: %s", self.name, exc)
+
+    # -- timeouts and cancellation ------------------------------------------------------
+
+    def _schedule(self, deadline: float) -> None:
+        with self._timer_cond:
+            if deadline < self._timer_next:
+                self._timer_next = deadline
+                self._timer_cond.notify()
+
+    def _timer_loop(self) -> None:
+        cond = self._timer_cond
+        while True:
+            with cond:
+                if self._timer_stop:
+                    return
+                now = time.monotonic()
+                expired = []
+                earliest = _NEVER
+                for call in list(self._pending.values()):
+                    if call.deadline <= now:
+                        expired.append(call)
+                    elif call.deadline < earliest:
+                        earliest = call.deadline
+                self._timer_next = earliest
+                if not expired:
+                    cond.wait(None if earliest == _NEVER else earliest - now)
+                    continue
+            for call in expired:
+                self._expire(call)
+
+    def _expire(self, call: _Call) -> None:
+        if self._pending.pop(call.id, None) is None:
+            return
+        try:
+            call.future.set_exception(
+                RequestTimeout(f"{call.method} to {self.name!r}: no response within {call.timeout:g} s")
+            )
+        except InvalidStateError:
+            return
+        self._send_cancelled(call, "timed out")
+
+    def _retire(self, call: _Call, error: BaseException) -> None:
+        self._pending.pop(call.id, None)
+        try:
+            call.future.set_exception(error)
+        except InvalidStateError:
+            pass
+
+    def _send_cancelled(self, call: _Call, reason: str) -> None:
+        if call.method == "initialize":  # the spec forbids cancelling initialize
+            return
+        try:
+            self.notify("notifications/cancelled", {"requestId": call.id, "reason": reason})
+        except MCPSyncError:
+            pass
+
+    def _stop_threads(self) -> None:
+        self._notifications.put(_STOP)
+        with self._timer_cond:
+            self._timer_stop = True
+            self._timer_cond.notify()
+        current = threading.current_thread()
+        for thread in (self._dispatcher, self._timer, *list(self._handler_threads)):
+            if thread is current or not thread.is_alive():
+                continue
+            thread.join(timeout=2.0)
+            if thread.is_alive():
+                log.warning("mcpsync: thread %s did not stop within 2 s", thread.name)
+
+
+def _server_error(error: Any, method: str) -> BaseException:
+    if not isinstance(error, dict):
+        return ProtocolError(f"malformed error in response to {method}: {error!r}")
+    code = error.get("code")
+    message = error.get("message", "")
+    if code == -32800:  # the server cancelled the request (REQUEST_CANCELLED in some SDKs)
+        return RequestCancelled(f"{method} was cancelled by the server: {message}")
+    return ServerError(code if isinstance(code, int) else jsonrpc.INTERNAL_ERROR, str(message), error.get("data"), method=method)

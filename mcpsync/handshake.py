@@ -1,0 +1,84 @@
+"""Bring-up at the protocol level: the initialize handshake and version negotiation.
+
+Owns: which protocol versions this client speaks, the ``initialize`` request, the
+one-shot version check (the client offers; the server picks; the client accepts or hangs
+up), and ``notifications/initialized``. Transport-agnostic: it talks to a ``Connection``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from .connection import Connection
+from .errors import HandshakeError, ProtocolError, VersionMismatch
+
+__all__ = [
+    "HANDSHAKE_VERSIONS",
+    "MODERN_VERSIONS",
+    "LATEST_HANDSHAKE_VERSION",
+    "Handshake",
+    "initialize",
+]
+
+#: Versions reachable with the initialize handshake, newest first.
+HANDSHAKE_VERSIONS: tuple[str, ...] = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+#: Stateless versions (no initialize; per-request ``_meta``), newest first.
+MODERN_VERSIONS: tuple[str, ...] = ("2026-07-28",)
+LATEST_HANDSHAKE_VERSION = HANDSHAKE_VERSIONS[0]
+
+
+@dataclass
+class Handshake:
+    """What bring-up agreed with the server."""
+
+    protocol_version: str
+    server_info: dict[str, Any]
+    capabilities: dict[str, Any]
+    instructions: str | None
+    raw: dict[str, Any] = field(repr=False)
+    seconds: float = 0.0
+
+
+def initialize(
+    conn: Connection,
+    *,
+    client_info: dict[str, Any],
+    capabilities: dict[str, Any],
+    protocol_version: str | None = None,
+    timeout: float | None = 30.0,
+) -> Handshake:
+    """Run the initialize handshake on a started connection.
+
+    Offers ``protocol_version`` (default: the newest this client speaks); accepts any
+    version the client supports; otherwise raises ``VersionMismatch`` (the caller closes
+    the transport). Sends ``notifications/initialized`` and tells the transport the
+    agreed version.
+    """
+    offer = protocol_version or LATEST_HANDSHAKE_VERSION
+    if offer not in HANDSHAKE_VERSIONS:
+        raise HandshakeError(f"protocol version {offer!r} has no initialize handshake; use one of {HANDSHAKE_VERSIONS}")
+    started = time.perf_counter()
+    params = {"protocolVersion": offer, "capabilities": capabilities, "clientInfo": client_info}
+    result = conn.wait(conn.request("initialize", params, timeout=timeout))
+    if not isinstance(result, dict):
+        raise ProtocolError(f"initialize result is not an object: {result!r}")
+    version = result.get("protocolVersion")
+    if not isinstance(version, str) or version not in HANDSHAKE_VERSIONS:
+        raise VersionMismatch(HANDSHAKE_VERSIONS, str(version))
+    server_info = result.get("serverInfo")
+    caps = result.get("capabilities")
+    if not isinstance(server_info, dict) or not isinstance(caps, dict):
+        raise ProtocolError("initialize result lacks serverInfo or capabilities")
+    conn.notify("notifications/initialized")
+    conn.transport.set_protocol_version(version)
+    instructions = result.get("instructions")
+    return Handshake(
+        protocol_version=version,
+        server_info=server_info,
+        capabilities=caps,
+        instructions=instructions if isinstance(instructions, str) else None,
+        raw=result,
+        seconds=time.perf_counter() - started,
+    )

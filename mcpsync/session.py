@@ -1,0 +1,744 @@
+"""The public, blocking MCP session: ``Session.connect(target)`` -> a ready session.
+
+Owns: bring-up orchestration (transport selection from the target, transport start,
+handshake, unwinding on failure), the client's advertised capabilities (derived from
+the handlers given), capability contracts in both directions, typed results (the
+official ``mcp_types`` wire models, imported on first use), list caches refreshed on
+``list_changed``, subscriptions, log routing, and the blocking one-liners with their
+``submit_*`` twins that return ``concurrent.futures.Future``.
+
+Example (runs against the bundled demo server)::
+
+    import sys, mcpsync
+    with mcpsync.Session.connect([sys.executable, "-m", "mcpsync.demo_server"]) as s:
+        print(s.protocol_version, s.server_info.name)
+        print([t.name for t in s.list_tools()])
+        print(s.call_tool("echo", {"message": "hi"}).content[0].text)
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, InvalidStateError
+from typing import TYPE_CHECKING, Any, Literal
+
+from .connection import Connection, Progress
+from .errors import (
+    CapabilityError,
+    ConfigError,
+    HTTPStatusError,
+    MCPSyncError,
+    ProtocolError,
+    ServerError,
+)
+from .handshake import HANDSHAKE_VERSIONS, Handshake, initialize
+from .transports.base import Transport
+
+if TYPE_CHECKING:
+    import requests
+    from mcp_types import (
+        CallToolResult,
+        CompleteResult,
+        GetPromptResult,
+        Implementation,
+        Prompt,
+        ReadResourceResult,
+        Resource,
+        ResourceTemplate,
+        ServerCapabilities,
+        Tool,
+    )
+
+__all__ = ["Session", "Progress", "CLIENT_INFO"]
+
+log = logging.getLogger("mcpsync")
+
+CLIENT_INFO = {"name": "mcpsync", "version": "0.1.0"}
+
+# Which server capability each client->server method needs (None: always allowed).
+_NEEDS: dict[str, tuple[str, ...]] = {
+    "tools/list": ("tools",),
+    "tools/call": ("tools",),
+    "resources/list": ("resources",),
+    "resources/templates/list": ("resources",),
+    "resources/read": ("resources",),
+    "resources/subscribe": ("resources", "subscribe"),
+    "resources/unsubscribe": ("resources", "subscribe"),
+    "prompts/list": ("prompts",),
+    "prompts/get": ("prompts",),
+    "completion/complete": ("completions",),
+    "logging/setLevel": ("logging",),
+}
+
+# Python logging levels for MCP (syslog) levels.
+_LOG_LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "notice": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+    "alert": logging.CRITICAL,
+    "emergency": logging.CRITICAL,
+}
+
+_UNSET: Any = ...
+
+
+def _types() -> Any:
+    import mcp_types  # ~0.2 s of pydantic model building: only when a typed result is needed
+
+    return mcp_types
+
+
+def _validate(model_name: str, data: Any) -> Any:
+    from pydantic import ValidationError
+
+    try:
+        return getattr(_types(), model_name).model_validate(data)
+    except ValidationError as exc:
+        raise ProtocolError(f"server sent an invalid {model_name}: {exc}") from None
+
+
+class _Derived(Future):  # type: ignore[type-arg]
+    """A future computed from another (a typed result from a raw one); cancel goes upstream."""
+
+    def __init__(self, source: Future[Any], convert: Callable[[Any], Any]) -> None:
+        super().__init__()
+        self._source = source
+        self._convert = convert
+        self._mcpsync_call = getattr(source, "_mcpsync_call", None)
+        source.add_done_callback(self._resolve)
+
+    def _resolve(self, source: Future[Any]) -> None:
+        try:
+            if source.cancelled():
+                super().cancel()
+                return
+            error = source.exception()
+            if error is not None:
+                self.set_exception(error)
+            else:
+                try:
+                    value = self._convert(source.result())
+                except BaseException as exc:  # noqa: BLE001 - delivered through the future
+                    self.set_exception(exc)
+                else:
+                    self.set_result(value)
+        except InvalidStateError:
+            pass  # cancelled by the caller meanwhile
+
+    def cancel(self) -> bool:
+        self._source.cancel()
+        return super().cancel()
+
+
+class Session:
+    """A live MCP session. Create it with ``Session.connect(...)``; close it with ``close()``."""
+
+    def __init__(self, connection: Connection, *, name: str, strict: bool = True) -> None:
+        self._conn = connection
+        self.name = name
+        self.strict = strict
+        self.phases: dict[str, float] = {}
+        self.era: Literal["legacy", "modern"] = "legacy"
+        self.reinitializations = 0
+        self._handshake: Handshake | None = None
+        self._init_args: dict[str, Any] = {}
+        self._client_capabilities: dict[str, Any] = {}
+        self._roots: Any = None
+        self._on_log: Callable[[Any], None] | None = None
+        self._server_log = logging.getLogger(f"mcpsync.server.{name}")
+        self._cache_lock = threading.Lock()
+        self._tools: list[Tool] | None = None
+        self._tools_by_name: dict[str, Tool] = {}
+        self._list_cache: dict[str, list[Any]] = {}
+        self._list_changed: dict[str, list[Callable[[], None]]] = {"tools": [], "resources": [], "prompts": []}
+        self._subscriptions: dict[str, list[Callable[[str], None]]] = {}
+        self._notification_callbacks: list[Callable[[str, dict[str, Any]], None]] = []
+
+    # -- bring-up ----------------------------------------------------------------------
+
+    @classmethod
+    def connect(
+        cls,
+        target: str | Sequence[str] | Transport,
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        inherit_env: bool = False,
+        headers: Mapping[str, str] | None = None,
+        http_session: requests.Session | None = None,
+        auth: Any = None,
+        transport: Literal["auto", "stdio", "streamable-http", "sse", "http"] = "auto",
+        name: str | None = None,
+        timeout: float | None = 60.0,
+        connect_timeout: float = 30.0,
+        protocol_version: str | None = None,
+        era: Literal["auto", "legacy", "modern"] = "auto",
+        client_info: Mapping[str, Any] | None = None,
+        sampling_handler: Callable[[Any], Any] | None = None,
+        elicitation_handler: Callable[[Any], Any] | None = None,
+        roots: Sequence[Any] | Callable[[], Sequence[Any]] | None = None,
+        on_log: Callable[[Any], None] | None = None,
+        strict: bool = True,
+    ) -> Session:
+        """Bring up a session and return it ready for use.
+
+        ``target``: a URL (Streamable HTTP, falling back to legacy HTTP+SSE when the
+        first POST gets 400/404/405), an argv list (a stdio server; never a shell), or
+        a ``Transport``. On any failure everything started is closed before raising.
+        """
+        started = time.perf_counter()
+        if isinstance(target, Transport):
+            name = name or getattr(target, "name", None) or target.kind
+            candidates: list[Callable[[], Transport]] = [lambda: target]  # type: ignore[list-item]
+        elif isinstance(target, str) and "://" in target:
+            name = name or target.split("://", 1)[1].split("/", 1)[0]
+            candidates = _http_candidates(
+                target, transport, name=name, headers=headers, http_session=http_session, auth=auth,
+                timeout=timeout, connect_timeout=connect_timeout,
+            )  # fmt: skip
+        elif isinstance(target, (list, tuple)) and target and transport in ("auto", "stdio"):
+            from .transports.stdio import StdioTransport
+
+            argv = list(target)
+            name = name or os.path.basename(str(argv[0]))
+            candidates = [lambda: StdioTransport(argv, env=env, cwd=cwd, inherit_env=inherit_env, name=name)]
+        else:
+            raise ConfigError(
+                f"cannot connect to {target!r}: give a URL, a command as a list of arguments, or a Transport"
+            )
+        if era == "modern" or (protocol_version and protocol_version not in HANDSHAKE_VERSIONS):
+            raise ConfigError("the 2026-07-28 (modern) era is not available yet; use era='legacy'")
+
+        info = dict(client_info or CLIENT_INFO)
+        last_error: BaseException | None = None
+        for make_transport in candidates:
+            t0 = time.perf_counter()
+            chosen = make_transport()
+            conn = Connection(chosen, name=name, default_timeout=timeout)
+            session = cls(conn, name=name, strict=strict)
+            session._install_handlers(sampling_handler, elicitation_handler, roots, on_log)
+            session._init_args = {"client_info": info, "protocol_version": protocol_version, "timeout": connect_timeout}
+            try:
+                conn.start()
+                session.phases["transport"] = time.perf_counter() - t0
+                session._initialize()
+            except HTTPStatusError as exc:
+                conn.close()
+                last_error = exc
+                if exc.status in (400, 404, 405) and len(candidates) > 1:
+                    log.info("mcpsync: %s answered %s to initialize; trying legacy HTTP+SSE", name, exc.status)
+                    continue
+                raise
+            except BaseException:
+                conn.close()
+                raise
+            conn.reinitialize = session._reinitialize
+            session.phases["total"] = time.perf_counter() - started
+            return session
+        assert last_error is not None
+        raise last_error
+
+    def _initialize(self) -> None:
+        handshake = initialize(self._conn, capabilities=self._client_capabilities, **self._init_args)
+        self._handshake = handshake
+        self.phases["initialize"] = handshake.seconds
+
+    def _reinitialize(self) -> None:
+        """The HTTP session expired: bring it up again with the same capabilities."""
+        log.warning("mcpsync: session with %s expired; initializing again", self.name)
+        self.reinitializations += 1
+        self._initialize()
+        with self._cache_lock:
+            self._tools = None
+            self._list_cache.clear()
+
+    def _install_handlers(
+        self,
+        sampling_handler: Callable[[Any], Any] | None,
+        elicitation_handler: Callable[[Any], Any] | None,
+        roots: Sequence[Any] | Callable[[], Sequence[Any]] | None,
+        on_log: Callable[[Any], None] | None,
+    ) -> None:
+        """Handlers decide which client capabilities are advertised."""
+        caps: dict[str, Any] = {}
+        handlers = self._conn.request_handlers
+        if roots is not None:
+            self._roots = roots
+            caps["roots"] = {"listChanged": True}
+            handlers["roots/list"] = self._answer_roots
+        if sampling_handler is not None:
+            caps["sampling"] = {}
+            handlers["sampling/createMessage"] = _typed_handler(sampling_handler, "CreateMessageRequestParams")
+        if elicitation_handler is not None:
+            caps["elicitation"] = {"form": {}, "url": {}}
+            handlers["elicitation/create"] = _typed_handler(elicitation_handler, "ElicitRequestParams")
+        self._client_capabilities = caps
+        self._on_log = on_log
+        self._conn.notification_handler = self._on_notification
+
+    # -- what bring-up agreed --------------------------------------------------------------
+
+    @property
+    def protocol_version(self) -> str:
+        assert self._handshake is not None
+        return self._handshake.protocol_version
+
+    @property
+    def server_info(self) -> Implementation:
+        assert self._handshake is not None
+        return _validate("Implementation", self._handshake.server_info)
+
+    @property
+    def server_capabilities(self) -> ServerCapabilities:
+        assert self._handshake is not None
+        return _validate("ServerCapabilities", self._handshake.capabilities)
+
+    @property
+    def client_capabilities(self) -> dict[str, Any]:
+        return dict(self._client_capabilities)
+
+    @property
+    def instructions(self) -> str | None:
+        return self._handshake.instructions if self._handshake else None
+
+    @property
+    def transport(self) -> Transport:
+        return self._conn.transport
+
+    @property
+    def connection(self) -> Connection:
+        """The JSON-RPC layer, for raw requests: ``s.connection.request(method, params)``."""
+        return self._conn
+
+    @property
+    def closed(self) -> bool:
+        return self._conn.closed
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else "open"
+        version = self._handshake.protocol_version if self._handshake else "?"
+        return f"<mcpsync.Session {self.name!r} {self.transport.kind} {version} {state}>"
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the session: the transport, the server process, every thread. Idempotent."""
+        self._conn.close()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # -- raw requests ------------------------------------------------------------------
+
+    def _require(self, method: str) -> None:
+        path = _NEEDS.get(method)
+        if path is None or not self.strict or self._handshake is None:
+            return
+        node: Any = self._handshake.capabilities
+        for key in path:
+            if not isinstance(node, dict) or node.get(key) in (None, False):
+                raise CapabilityError(
+                    f"server {self.name!r} did not advertise the {'.'.join(path)!r} capability needed for {method}; "
+                    "nothing was sent (connect with strict=False for lax servers)"
+                )
+            node = node[key]
+
+    def _submit(
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        convert: Callable[[Any], Any],
+        *,
+        timeout: float | None = _UNSET,
+        on_progress: Callable[[Progress], None] | None = None,
+        reset_timeout_on_progress: bool = False,
+        max_timeout: float | None = None,
+    ) -> Future[Any]:
+        self._require(method)
+        raw = self._conn.request(
+            method,
+            params,
+            timeout=timeout,
+            on_progress=on_progress,
+            reset_timeout_on_progress=reset_timeout_on_progress,
+            max_timeout=max_timeout,
+        )
+        return _Derived(raw, convert)
+
+    def _paginate(self, method: str, key: str, model: str, params: dict[str, Any] | None = None) -> Future[Any]:
+        """A future of every item over all pages of a paginated list."""
+        self._require(method)
+        items: list[Any] = []
+        result: Future[Any] = Future()
+
+        def fetch(cursor: str | None) -> None:
+            page_params = dict(params or {})
+            if cursor is not None:
+                page_params["cursor"] = cursor
+            try:
+                page = self._conn.request(method, page_params or None)
+            except MCPSyncError as exc:
+                _settle(result, exc)
+                return
+            result._mcpsync_call = getattr(page, "_mcpsync_call", None)  # type: ignore[attr-defined]
+            page.add_done_callback(on_page)
+
+        def on_page(page: Future[Any]) -> None:
+            if page.cancelled() or result.done():
+                return
+            error = page.exception()
+            if error is not None:
+                _settle(result, error)
+                return
+            data = page.result()
+            try:
+                found = data.get(key) if isinstance(data, dict) else None
+                if not isinstance(found, list):
+                    raise ProtocolError(f"{method} result has no {key!r} list")
+                adapter = getattr(_types(), model)
+                items.extend(adapter.model_validate(item) for item in found)
+            except ProtocolError as exc:
+                _settle(result, exc)
+                return
+            except Exception as exc:
+                _settle(result, ProtocolError(f"server sent an invalid {model} in {method}: {exc}"))
+                return
+            cursor = data.get("nextCursor")
+            if cursor:
+                if len(items) > 1_000_000:
+                    _settle(result, ProtocolError(f"{method}: more than a million items; stopping"))
+                    return
+                fetch(cursor)
+            else:
+                _settle(result, None, items)
+
+        fetch(None)
+        return result
+
+    def _wait(self, future: Future[Any]) -> Any:
+        return self._conn.wait(future)
+
+    # -- ping --------------------------------------------------------------------------
+
+    def submit_ping(self, *, timeout: float | None = _UNSET) -> Future[None]:
+        return self._submit("ping", None, lambda _: None, timeout=timeout)
+
+    def ping(self, *, timeout: float | None = _UNSET) -> None:
+        """Check the server answers."""
+        self._wait(self.submit_ping(timeout=timeout))
+
+    # -- tools -------------------------------------------------------------------------
+
+    def submit_list_tools(self) -> Future[list[Tool]]:
+        future = self._paginate("tools/list", "tools", "Tool")
+
+        def remember(f: Future[Any]) -> None:
+            if not f.cancelled() and f.exception() is None:
+                with self._cache_lock:
+                    self._tools = list(f.result())
+                    self._tools_by_name = {t.name: t for t in self._tools}
+
+        future.add_done_callback(remember)
+        return future
+
+    def list_tools(self, *, refresh: bool = False) -> list[Tool]:
+        """Every tool the server offers (all pages). Cached until the server says the list changed."""
+        if not refresh and self._tools is not None:
+            return list(self._tools)
+        return list(self._wait(self.submit_list_tools()))
+
+    def submit_call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = _UNSET,
+        on_progress: Callable[[Progress], None] | None = None,
+        reset_timeout_on_progress: bool = False,
+        max_timeout: float | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> Future[CallToolResult]:
+        params: dict[str, Any] = {"name": name}
+        if arguments is not None:
+            params["arguments"] = dict(arguments)
+        if meta:
+            params["_meta"] = dict(meta)
+        tool = self._tools_by_name.get(name)
+        return self._submit(
+            "tools/call",
+            params,
+            lambda raw: self._tool_result(tool, raw),
+            timeout=timeout,
+            on_progress=on_progress,
+            reset_timeout_on_progress=reset_timeout_on_progress,
+            max_timeout=max_timeout,
+        )
+
+    def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = _UNSET,
+        on_progress: Callable[[Progress], None] | None = None,
+        reset_timeout_on_progress: bool = False,
+        max_timeout: float | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> CallToolResult:
+        """Call a tool and return its result (``is_error`` is set when the tool failed).
+
+        ``on_progress(Progress)`` receives the server's progress reports. When the tool
+        list was fetched and declares an ``outputSchema``, the structured result is
+        checked against it (``ProtocolError`` if it does not match).
+        """
+        return self._wait(
+            self.submit_call_tool(
+                name,
+                arguments,
+                timeout=timeout,
+                on_progress=on_progress,
+                reset_timeout_on_progress=reset_timeout_on_progress,
+                max_timeout=max_timeout,
+                meta=meta,
+            )
+        )
+
+    def _tool_result(self, tool: Tool | None, raw: Any) -> CallToolResult:
+        result = _validate("CallToolResult", raw)
+        schema = tool.output_schema if tool is not None else None
+        if schema and not result.is_error:
+            if result.structured_content is None:
+                raise ProtocolError(f"tool {tool.name!r} declares an outputSchema but returned no structuredContent")  # type: ignore[union-attr]
+            _check_schema(result.structured_content, schema, f"structured result of tool {tool.name!r}")  # type: ignore[union-attr]
+        return result
+
+    # -- resources ---------------------------------------------------------------------
+
+    def submit_list_resources(self) -> Future[list[Resource]]:
+        return self._paginate("resources/list", "resources", "Resource")
+
+    def list_resources(self) -> list[Resource]:
+        """Every resource the server lists (all pages)."""
+        return list(self._wait(self.submit_list_resources()))
+
+    def submit_list_resource_templates(self) -> Future[list[ResourceTemplate]]:
+        return self._paginate("resources/templates/list", "resourceTemplates", "ResourceTemplate")
+
+    def list_resource_templates(self) -> list[ResourceTemplate]:
+        """Every resource template (all pages)."""
+        return list(self._wait(self.submit_list_resource_templates()))
+
+    def submit_read_resource(self, uri: str, *, timeout: float | None = _UNSET) -> Future[ReadResourceResult]:
+        return self._submit(
+            "resources/read", {"uri": str(uri)}, lambda r: _validate("ReadResourceResult", r), timeout=timeout
+        )
+
+    def read_resource(self, uri: str, *, timeout: float | None = _UNSET) -> ReadResourceResult:
+        """Read one resource; ``.contents`` holds text or blob parts."""
+        return self._wait(self.submit_read_resource(uri, timeout=timeout))
+
+    def subscribe_resource(self, uri: str, callback: Callable[[str], None]) -> None:
+        """Ask to be told when ``uri`` changes; ``callback(uri)`` runs on the dispatch thread."""
+        uri = str(uri)
+        first = uri not in self._subscriptions
+        self._subscriptions.setdefault(uri, []).append(callback)
+        if first:
+            try:
+                self._wait(self._submit("resources/subscribe", {"uri": uri}, lambda _: None))
+            except BaseException:
+                self._subscriptions.pop(uri, None)
+                raise
+
+    def unsubscribe_resource(self, uri: str) -> None:
+        """Stop updates for ``uri``."""
+        uri = str(uri)
+        if self._subscriptions.pop(uri, None) is not None:
+            self._wait(self._submit("resources/unsubscribe", {"uri": uri}, lambda _: None))
+
+    # -- prompts -----------------------------------------------------------------------
+
+    def submit_list_prompts(self) -> Future[list[Prompt]]:
+        return self._paginate("prompts/list", "prompts", "Prompt")
+
+    def list_prompts(self) -> list[Prompt]:
+        """Every prompt (all pages)."""
+        return list(self._wait(self.submit_list_prompts()))
+
+    def submit_get_prompt(
+        self, name: str, arguments: Mapping[str, str] | None = None, *, timeout: float | None = _UNSET
+    ) -> Future[GetPromptResult]:
+        params: dict[str, Any] = {"name": name}
+        if arguments:
+            params["arguments"] = {k: str(v) for k, v in arguments.items()}
+        return self._submit("prompts/get", params, lambda r: _validate("GetPromptResult", r), timeout=timeout)
+
+    def get_prompt(self, name: str, arguments: Mapping[str, str] | None = None, *, timeout: float | None = _UNSET) -> GetPromptResult:
+        """Render a prompt with its arguments."""
+        return self._wait(self.submit_get_prompt(name, arguments, timeout=timeout))
+
+    # -- completion, logging -------------------------------------------------------------
+
+    def submit_complete(
+        self,
+        ref: Mapping[str, Any],
+        argument_name: str,
+        value: str,
+        context_arguments: Mapping[str, str] | None = None,
+    ) -> Future[CompleteResult]:
+        params: dict[str, Any] = {"ref": dict(ref), "argument": {"name": argument_name, "value": value}}
+        if context_arguments:
+            params["context"] = {"arguments": dict(context_arguments)}
+        return self._submit("completion/complete", params, lambda r: _validate("CompleteResult", r))
+
+    def complete(
+        self,
+        ref: Mapping[str, Any],
+        argument_name: str,
+        value: str,
+        context_arguments: Mapping[str, str] | None = None,
+    ) -> CompleteResult:
+        """Completion suggestions for an argument of a prompt or resource template.
+
+        ``ref`` is ``{"type": "ref/prompt", "name": ...}`` or
+        ``{"type": "ref/resource", "uri": ...}``.
+        """
+        return self._wait(self.submit_complete(ref, argument_name, value, context_arguments))
+
+    def set_logging_level(self, level: str) -> None:
+        """Ask the server to send log messages at ``level`` and above."""
+        if level not in _LOG_LEVELS:
+            raise ConfigError(f"unknown log level {level!r}; expected one of {', '.join(_LOG_LEVELS)}")
+        self._wait(self._submit("logging/setLevel", {"level": level}, lambda _: None))
+
+    # -- roots (client side) -------------------------------------------------------------
+
+    def set_roots(self, roots: Sequence[Any] | Callable[[], Sequence[Any]]) -> None:
+        """Replace the roots offered to the server and tell it they changed."""
+        if "roots" not in self._client_capabilities:
+            raise CapabilityError("connect with roots=... to offer roots to the server")
+        self._roots = roots
+        self._conn.notify("notifications/roots/list_changed")
+
+    def _answer_roots(self, params: dict[str, Any]) -> dict[str, Any]:
+        roots = self._roots() if callable(self._roots) else self._roots
+        out = []
+        for root in roots or ():
+            if isinstance(root, str):
+                root = {"uri": root}
+            elif hasattr(root, "model_dump"):
+                root = root.model_dump(by_alias=True, exclude_none=True, mode="json")
+            out.append(root)
+        return {"roots": out}
+
+    # -- notifications -----------------------------------------------------------------
+
+    def on_tools_changed(self, callback: Callable[[], None]) -> None:
+        """Run ``callback()`` when the server says its tool list changed."""
+        self._list_changed["tools"].append(callback)
+
+    def on_resources_changed(self, callback: Callable[[], None]) -> None:
+        self._list_changed["resources"].append(callback)
+
+    def on_prompts_changed(self, callback: Callable[[], None]) -> None:
+        self._list_changed["prompts"].append(callback)
+
+    def on_notification(self, callback: Callable[[str, dict[str, Any]], None]) -> None:
+        """Run ``callback(method, params)`` for every notification from the server."""
+        self._notification_callbacks.append(callback)
+
+    def _on_notification(self, method: str, params: dict[str, Any]) -> None:
+        if method == "notifications/message":
+            self._on_log_message(params)
+        elif method.endswith("/list_changed"):
+            kind = method.split("/")[1]
+            if kind == "tools":
+                with self._cache_lock:
+                    self._tools = None
+                    self._tools_by_name = {}
+            for callback in self._list_changed.get(kind, ()):
+                callback()
+        elif method == "notifications/resources/updated":
+            uri = params.get("uri", "")
+            for callback in self._subscriptions.get(uri, ()):
+                callback(uri)
+        for callback in self._notification_callbacks:
+            callback(method, params)
+
+    def _on_log_message(self, params: dict[str, Any]) -> None:
+        if self._on_log is not None:
+            self._on_log(_validate("LoggingMessageNotificationParams", params))
+            return
+        level = _LOG_LEVELS.get(params.get("level", "info"), logging.INFO)
+        logger = self._server_log.getChild(params["logger"]) if params.get("logger") else self._server_log
+        logger.log(level, "%s", params.get("data"))
+
+
+def _settle(future: Future[Any], error: BaseException | None, value: Any = None) -> None:
+    try:
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(value)
+    except InvalidStateError:
+        pass
+
+
+def _typed_handler(handler: Callable[[Any], Any], model: str) -> Callable[[dict[str, Any]], Any]:
+    """Give a user's handler the typed params; it may return a model or a dict."""
+
+    def run(params: dict[str, Any]) -> Any:
+        from pydantic import TypeAdapter, ValidationError
+
+        target = getattr(_types(), model)
+        try:
+            typed = TypeAdapter(target).validate_python(params)
+        except ValidationError as exc:
+            raise ServerError(-32602, f"invalid params: {exc}") from None
+        return handler(typed)
+
+    return run
+
+
+def _check_schema(instance: Any, schema: dict[str, Any], what: str) -> None:
+    import jsonschema  # imported on first use: ~0.15 s
+
+    try:
+        jsonschema.validate(instance, schema)
+    except jsonschema.ValidationError as exc:
+        raise ProtocolError(f"{what} does not match its outputSchema: {exc.message}") from None
+    except jsonschema.SchemaError as exc:
+        raise ProtocolError(f"{what}: the tool's outputSchema is not a valid JSON Schema: {exc.message}") from None
+
+
+def _http_candidates(
+    url: str, transport: str, **options: Any
+) -> list[Callable[[], Transport]]:
+    """Transports to try for a URL, in order (Streamable HTTP, then legacy SSE)."""
+
+    def streamable() -> Transport:
+        from .transports.streamable_http import StreamableHTTPTransport
+
+        return StreamableHTTPTransport(url, **options)
+
+    def legacy() -> Transport:
+        from .transports.legacy_sse import LegacySSETransport
+
+        return LegacySSETransport(url, **options)
+
+    if transport in ("streamable-http", "http"):
+        return [streamable]
+    if transport == "sse":
+        return [legacy]
+    if transport != "auto":
+        raise ConfigError(f"transport {transport!r} does not fit a URL; use 'streamable-http' or 'sse'")
+    return [streamable, legacy]

@@ -1,0 +1,298 @@
+"""stdio transport: spawn the server and speak newline-delimited JSON over its pipes.
+
+Owns: the child process (argv only, never a shell; environment; working directory;
+its own process group), the stdout reader thread, the stderr drain thread (a bounded
+tail kept for error messages, every line sent to ``logging``), and the shutdown ladder.
+
+Environment: by default the child gets only a small allow-list of the parent's
+variables (``DEFAULT_INHERITED_ENV``, as the reference SDKs do, so secrets in the
+parent's environment do not leak into every server), plus the entry's own ``env``.
+Pass ``inherit_env=True`` to give it the whole parent environment.
+
+Shutdown, in the order the MCP specification gives for stdio: close the child's stdin,
+wait for it to exit, then SIGTERM, wait, then SIGKILL — sent to the child's whole
+process group so the server's own children go too. Every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Mapping, Sequence
+from typing import IO, Any
+
+from ..errors import ConfigError, ProtocolError, ServerExited, TransportError
+from ..jsonrpc import decode, encode, excerpt
+from .base import Message, OnClose, OnError, OnMessage, Transport
+
+__all__ = ["StdioTransport", "DEFAULT_INHERITED_ENV", "default_environment"]
+
+if sys.platform == "win32":  # pragma: no cover - the reference SDKs' Windows list
+    DEFAULT_INHERITED_ENV: tuple[str, ...] = (
+        "APPDATA", "HOMEDRIVE", "HOMEPATH", "LOCALAPPDATA", "PATH", "PATHEXT", "PROCESSOR_ARCHITECTURE",
+        "SYSTEMDRIVE", "SYSTEMROOT", "TEMP", "USERNAME", "USERPROFILE",
+    )  # fmt: skip
+else:
+    DEFAULT_INHERITED_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "TMPDIR")
+
+log = logging.getLogger("mcpsync.stdio")
+
+
+def default_environment() -> dict[str, str]:
+    """The allow-listed part of this process's environment a server inherits by default."""
+    env = {}
+    for key in DEFAULT_INHERITED_ENV:
+        value = os.environ.get(key)
+        # Exported shell functions ("() { ...") are a known injection vector; skip them.
+        if value is not None and not value.startswith("()"):
+            env[key] = value
+    return env
+
+
+class StdioTransport(Transport):
+    """Runs an MCP server as a child process; one JSON message per line."""
+
+    kind = "stdio"
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        inherit_env: bool = False,
+        name: str | None = None,
+        max_message_bytes: int = 512 * 1024 * 1024,
+        stderr_tail_lines: int = 40,
+        shutdown_timeout: float = 2.0,
+    ) -> None:
+        if isinstance(argv, (str, bytes)) or not argv:
+            raise ConfigError("stdio server command must be a non-empty list of arguments, not a shell string")
+        self.argv = [os.fspath(a) for a in argv]
+        self.name = name or os.path.basename(self.argv[0])
+        self.cwd = os.fspath(cwd) if cwd is not None else None
+        base = dict(os.environ) if inherit_env else default_environment()
+        self.env = {**base, **(dict(env) if env else {})}
+        self.max_message_bytes = max_message_bytes
+        self.shutdown_timeout = shutdown_timeout
+        self.process: subprocess.Popen[bytes] | None = None
+        self._stderr_tail: collections.deque[str] = collections.deque(maxlen=stderr_tail_lines)
+        self._server_log = logging.getLogger(f"mcpsync.server.{self.name}")
+        self._write_lock = threading.Lock()
+        self._stdin: IO[bytes] | None = None
+        self._reader: threading.Thread | None = None
+        self._stderr_reader: threading.Thread | None = None
+        self._closing = threading.Event()
+        self._closed_once = threading.Lock()
+        self._on_close: OnClose | None = None
+        self._close_reported = False
+
+    # -- Transport -------------------------------------------------------------------
+
+    def describe(self) -> str:
+        return f"stdio: {' '.join(self.argv)}"
+
+    def start(self, on_message: OnMessage, on_close: OnClose, on_error: OnError | None = None) -> None:
+        try:
+            self.process = subprocess.Popen(
+                self.argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,  # always a pipe: works where sys.stderr has no fileno
+                env=self.env,
+                cwd=self.cwd,
+                start_new_session=(os.name == "posix"),  # own process group, for the shutdown ladder
+                bufsize=0,
+            )
+        except (OSError, ValueError) as exc:
+            raise TransportError(f"cannot start server {self.argv[0]!r}: {exc}") from exc
+        self._stdin = self.process.stdin
+        self._on_close = on_close
+        self._stderr_reader = threading.Thread(
+            target=self._drain_stderr, name=f"mcpsync-stdio-stderr[{self.name}]", daemon=True
+        )
+        self._reader = threading.Thread(
+            target=self._read_stdout,
+            args=(on_message, on_error),
+            name=f"mcpsync-stdio-reader[{self.name}]",
+            daemon=True,
+        )
+        self._stderr_reader.start()
+        self._reader.start()
+
+    def send(self, message: Message, *, timeout: float | None = None) -> None:
+        data = encode(message) + b"\n"
+        stdin = self._stdin
+        if stdin is None or self._closing.is_set():
+            raise TransportError(f"stdio transport to {self.name!r} is closed")
+        try:
+            with self._write_lock:
+                stdin.write(data)  # bufsize=0: a raw pipe, one write per message
+        except (BrokenPipeError, ValueError, OSError) as exc:
+            raise self._exit_error("server stopped reading its stdin") from exc
+
+    def close(self) -> None:
+        if self._closing.is_set():
+            self._join_threads()
+            return
+        self._closing.set()
+        proc = self.process
+        if proc is not None:
+            self._shutdown(proc)
+        self._join_threads()
+        self._report_close(None)
+
+    # -- internals -------------------------------------------------------------------
+
+    def stderr_tail(self) -> str:
+        """The server's last stderr lines (bounded)."""
+        return "\n".join(self._stderr_tail)
+
+    def _exit_error(self, what: str) -> ServerExited:
+        proc = self.process
+        code = None
+        if proc is not None:
+            try:
+                code = proc.wait(timeout=1.0)
+            except subprocess.TimeoutExpired:
+                code = None
+        if self._stderr_reader is not None:
+            self._stderr_reader.join(timeout=0.5)
+        return ServerExited(f"server {self.name!r}: {what}", exit_code=code, stderr_tail=self.stderr_tail())
+
+    def _report_close(self, error: BaseException | None) -> None:
+        with self._closed_once:
+            if self._close_reported:
+                return
+            self._close_reported = True
+        if self._on_close is not None:
+            self._on_close(error)
+
+    def _read_stdout(self, on_message: OnMessage, on_error: OnError | None) -> None:
+        proc = self.process
+        assert proc is not None and proc.stdout is not None
+        stdout = proc.stdout
+        limit = self.max_message_bytes
+        readline = stdout.readline
+        try:
+            while True:
+                line = readline(limit + 1)
+                if not line:
+                    break
+                if len(line) > limit and not line.endswith(b"\n"):
+                    self._report(on_error, ProtocolError(
+                        f"server {self.name!r} sent a message over {limit} bytes; it was discarded"
+                    ))  # fmt: skip
+                    while line and not line.endswith(b"\n"):  # skip the rest of that line
+                        line = readline(1 << 20)
+                    continue
+                if line.isspace():
+                    continue
+                try:
+                    message = decode(line)
+                except ProtocolError as exc:
+                    self._report(on_error, ProtocolError(f"server {self.name!r} wrote to stdout: {exc}"))
+                    continue
+                if isinstance(message, list):
+                    for item in message:
+                        on_message(item)
+                else:
+                    on_message(message)
+        except (OSError, ValueError):
+            pass  # pipe closed under us during close()
+        except Exception:  # a bug in a callback must not kill the reader silently
+            log.exception("mcpsync: error while handling a message from %s", self.name)
+        if self._closing.is_set():
+            return
+        self._report_close(self._exit_error("server closed its stdout"))
+
+    def _report(self, on_error: OnError | None, exc: ProtocolError) -> None:
+        log.warning("%s", exc)
+        if on_error is not None:
+            on_error(exc)
+
+    def _drain_stderr(self) -> None:
+        proc = self.process
+        assert proc is not None and proc.stderr is not None
+        fd = proc.stderr.fileno()
+        pending = b""
+        logger = self._server_log
+        tail = self._stderr_tail
+        while True:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            if len(pending) > 65536:  # a huge line without newline: keep only its start
+                lines.append(pending[:4096])
+                pending = b""
+            for raw in lines:
+                text = raw.decode("utf-8", "replace").rstrip("\r")
+                tail.append(excerpt(text, 500))
+                if logger.isEnabledFor(logging.INFO):
+                    logger.info("%s", text)
+        if pending:
+            tail.append(excerpt(pending, 500))
+
+    def _shutdown(self, proc: subprocess.Popen[bytes]) -> None:
+        timeout = self.shutdown_timeout
+        try:
+            if proc.stdin is not None:
+                with self._write_lock:
+                    proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self._signal(proc, signal.SIGTERM)
+            try:
+                proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self._signal(proc, signal.SIGKILL)
+                try:
+                    proc.wait(timeout=timeout)
+                except subprocess.TimeoutExpired:
+                    log.warning("mcpsync: server %s (pid %s) did not die after SIGKILL", self.name, proc.pid)
+        # The server is gone; its own children may not be. They share its process group.
+        self._signal(proc, signal.SIGTERM, group_only=True)
+
+    def _signal(self, proc: subprocess.Popen[Any], sig: int, group_only: bool = False) -> None:
+        if os.name == "posix":
+            try:
+                os.killpg(proc.pid, sig)
+                return
+            except (ProcessLookupError, PermissionError):
+                if group_only:
+                    return
+        if group_only:
+            return
+        try:
+            proc.send_signal(sig)
+        except (ProcessLookupError, OSError):
+            pass
+
+    def _join_threads(self) -> None:
+        proc = self.process
+        for thread in (self._reader, self._stderr_reader):
+            if thread is None or thread is threading.current_thread():
+                continue
+            thread.join(timeout=self.shutdown_timeout)
+            if thread.is_alive():
+                log.warning("mcpsync: thread %s did not stop", thread.name)
+        if proc is not None:
+            for pipe in (proc.stdout, proc.stderr):
+                if pipe is not None:
+                    try:
+                        pipe.close()
+                    except OSError:
+                        pass
