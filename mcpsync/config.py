@@ -219,6 +219,7 @@ class Config:
     errors: list[ConfigEntryError]
     source: str
     inputs: tuple[InputSpec, ...] = ()
+    order: list[str] = field(default_factory=list)  # every entry name, file order
 
     def __getitem__(self, name: str) -> ServerEntry:
         if name in self.entries:
@@ -239,7 +240,9 @@ class Config:
         return len(self.entries)
 
     def names(self) -> list[str]:
-        """Every entry name in the file, loaded or not."""
+        """Every entry name in the file (file order), loaded or not."""
+        if self.order:
+            return list(self.order)
         names = list(self.entries)
         names += [e.entry for e in self.errors if e.entry is not None and e.entry not in names]
         return names
@@ -840,7 +843,13 @@ def load_config(
             entries[str(name)] = _parse_entry(str(name), spec, expander)
         except ConfigEntryError as exc:
             errors.append(exc)
-    return Config(entries=entries, errors=errors, source=src, inputs=tuple(specs.values()))
+    return Config(
+        entries=entries,
+        errors=errors,
+        source=src,
+        inputs=tuple(specs.values()),
+        order=[str(n) for n in servers],
+    )
 
 
 def default_config_paths(workspace: str | os.PathLike[str] | None = None) -> list[Path]:

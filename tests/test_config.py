@@ -173,7 +173,8 @@ def test_mixed_errors_name_file_entry_field_and_expectation():
     assert by_name["bad-type"].field == "type" and "'websocket'" in str(by_name["bad-type"])
     assert "positive number of seconds" in str(by_name["bad-timeout"])
     assert by_name["env-not-strings"].field == "env.DEPTH"
-    assert cfg.names()[:2] == ["good-stdio", "good-http"] and len(cfg.names()) == 10
+    assert cfg.names()[0] == "good-stdio" and cfg.names()[-1] == "good-http"
+    assert cfg.names()[1:-1] == list(by_name)
     with pytest.raises(ConfigError, match=r"and 7 more entry errors"):
         cfg.raise_for_errors()
 

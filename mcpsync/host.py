@@ -1,0 +1,609 @@
+"""Many servers behind one object: the host side of MCP.
+
+Owns: one :class:`~mcpsync.session.Session` per config entry, their bring-up (eager
+entries in parallel at :meth:`Host.start`, lazy ones on first use), user consent, a flat
+tool namespace across servers with calls routed to the owning session, and closing
+everything in parallel within a bound. One failing server never stops the others: its
+error is kept (:meth:`Host.status`, :attr:`Host.errors`) and raised only when that server
+is used.
+
+Consent. ``consent`` is ``callable(entry) -> bool``, asked once per entry before its
+process is spawned or its URL first contacted, from the thread that triggers the
+bring-up, one question at a time. The default (``None``) allows every entry: right for
+scripts that name their own servers. Interactive hosts should pass a real question,
+e.g. :func:`ask_on_terminal`. A refused entry is never started; using it raises
+:class:`ConsentDenied`.
+
+Tool namespace. Each tool is exposed once: under its bare name if its server *owns*
+that name, else as ``<server>__<tool>`` (server name with characters other than
+``A-Za-z0-9_-.`` replaced by ``_``). Ownership is decided the first time the namespace is
+built, in config order among the servers that are up (so it never depends on which
+server answered first), and it is sticky: a server that comes up later (a lazy one, or a
+reconnect) never takes a bare name that is already owned; a name is released only when
+its owner no longer offers the tool. The qualified ``<server>__<tool>`` form always
+routes, whoever owns the bare name.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import Future
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .config import Config, ConfigEntryError, ServerEntry, load_config
+from .errors import CapabilityError, ConfigError, MCPSyncError, SessionClosed
+
+__all__ = [
+    "Host",
+    "HostTool",
+    "ServerStatus",
+    "ConsentDenied",
+    "UnknownTool",
+    "ask_on_terminal",
+    "qualified_name",
+    "SEPARATOR",
+]
+
+log = logging.getLogger("mcpsync.host")
+
+SEPARATOR = "__"
+
+ConnectFn = Callable[..., Any]
+ConsentFn = Callable[[ServerEntry], bool]
+
+# states a server goes through
+IDLE, CONNECTING, READY, FAILED, REFUSED, DISABLED, CLOSED = (
+    "idle",
+    "connecting",
+    "ready",
+    "failed",
+    "refused",
+    "disabled",
+    "closed",
+)
+
+
+class ConsentDenied(MCPSyncError):
+    """The consent hook refused (or failed) to let this server start."""
+
+
+class UnknownTool(MCPSyncError, LookupError):
+    """No server that is up offers a tool by this name."""
+
+
+def qualified_name(server: str, tool: str, separator: str = SEPARATOR) -> str:
+    """``<server>__<tool>`` with the server part reduced to tool-name characters."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", server) + separator + tool
+
+
+def ask_on_terminal(entry: ServerEntry) -> bool:
+    """A consent hook for interactive scripts: asks y/N on the terminal."""
+    what = "run" if entry.is_stdio else "connect to"
+    try:
+        answer = input(f"mcpsync: {what} server {entry.name!r} ({entry.describe()})? [y/N] ")
+    except EOFError:
+        return False
+    return answer.strip().lower() in ("y", "yes")
+
+
+@dataclass(frozen=True)
+class HostTool:
+    """One tool in the host's flat namespace."""
+
+    name: str  # what callers use: bare or qualified
+    server: str
+    tool: Any  # mcp_types.Tool
+    qualified: str
+
+    @property
+    def tool_name(self) -> str:
+        """The name the server knows the tool by."""
+        return self.tool.name
+
+    @property
+    def description(self) -> str:
+        return getattr(self.tool, "description", None) or ""
+
+
+@dataclass(frozen=True)
+class ServerStatus:
+    """What one entry is doing, for reports (``mcpsync smoke``) and notebooks."""
+
+    name: str
+    state: str
+    transport: str
+    target: str
+    protocol_version: str | None
+    server_info: Any
+    tools: int | None
+    seconds: float | None
+    error: BaseException | None
+    lazy: bool
+
+    @property
+    def ok(self) -> bool:
+        return self.state in (READY, IDLE, DISABLED) and self.error is None
+
+
+class _Server:
+    """Per-entry state; fields change only under ``lock``."""
+
+    def __init__(self, name: str, entry: ServerEntry | None, error: BaseException | None) -> None:
+        self.name = name
+        self.entry = entry
+        self.lock = threading.Lock()
+        self.done = threading.Event()  # set when a bring-up finished (either way)
+        self.session: Any = None
+        self.error: BaseException | None = error
+        self.tools_error: BaseException | None = None
+        self.consent: bool | None = None
+        self.seconds: float | None = None
+        self.thread: threading.Thread | None = None
+        if entry is None:
+            self.state = FAILED
+            self.done.set()
+        elif entry.disabled:
+            self.state = DISABLED
+            self.done.set()
+        else:
+            self.state = IDLE
+
+
+def _default_connect(**kwargs: Any) -> Any:
+    from .session import Session  # late: the session layer sits above config/host imports
+
+    return Session.connect(**kwargs)
+
+
+class Host:
+    """Holds one session per config entry; routes tool calls across them.
+
+    ``config`` is a path to an ``mcp.json``-style file, a dict, a loaded
+    :class:`~mcpsync.config.Config`, or an iterable of :class:`ServerEntry`. Entries that
+    failed to load show up as failed servers. ``connect`` replaces
+    ``Session.connect`` (tests, custom wiring); ``session_kwargs`` go to every
+    ``Session.connect`` call (``client_info``, ``on_log``, ``sampling_handler`` ...);
+    ``auth_factory(entry)`` builds the ``auth=`` object for entries with OAuth settings.
+
+    ``start()`` (or ``with Host(...) as host``) brings up the eager entries, at most
+    ``max_parallel`` at a time, and returns when each has finished or ``start_timeout``
+    passed. ``close()`` closes everything in parallel within ``close_timeout`` seconds.
+    """
+
+    def __init__(
+        self,
+        config: str | Path | Mapping[str, Any] | Config | Iterable[ServerEntry],
+        *,
+        consent: ConsentFn | None = None,
+        connect: ConnectFn | None = None,
+        max_parallel: int = 8,
+        start_timeout: float | None = None,
+        close_timeout: float = 10.0,
+        session_kwargs: Mapping[str, Any] | None = None,
+        auth_factory: Callable[[ServerEntry], Any] | None = None,
+        separator: str = SEPARATOR,
+        inputs: Any = None,
+    ) -> None:
+        if isinstance(config, str | Path) or isinstance(config, Mapping):
+            config = load_config(config, inputs=inputs)
+        self.source = config.source if isinstance(config, Config) else "<entries>"
+        self._servers: dict[str, _Server] = {}
+        if isinstance(config, Config):
+            errors = {e.entry: e for e in config.errors}
+            for name in config.names():
+                self._servers[name] = _Server(name, config.entries.get(name), errors.get(name))
+            for err in config.errors:  # whole-entry errors without a name (should not happen)
+                if err.entry is None:
+                    log.warning("%s", err)
+        else:
+            for entry in config:
+                if entry.name in self._servers:
+                    raise ConfigError(f"two entries are named {entry.name!r}")
+                self._servers[entry.name] = _Server(entry.name, entry, None)
+        if max_parallel < 1:
+            raise ConfigError("max_parallel must be at least 1")
+        self._consent = consent
+        self._connect = connect or _default_connect
+        self._session_kwargs = dict(session_kwargs or {})
+        self._auth_factory = auth_factory
+        self._separator = separator
+        self._max_parallel = max_parallel
+        self._slots = threading.BoundedSemaphore(max_parallel)
+        self._start_timeout = start_timeout
+        self._close_timeout = close_timeout
+        self._consent_lock = threading.Lock()  # one question at a time
+        self._ns_lock = threading.RLock()
+        self._owners: dict[str, str] = {}  # bare tool name -> owning server (sticky)
+        self._routes: dict[str, HostTool] = {}
+        self._closed = threading.Event()
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def __enter__(self) -> Host:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        counts: dict[str, int] = {}
+        for s in self._servers.values():
+            counts[s.state] = counts.get(s.state, 0) + 1
+        summary = ", ".join(f"{n} {state}" for state, n in counts.items())
+        return f"<Host {self.source}: {summary or 'no servers'}>"
+
+    def start(self, timeout: float | None = None) -> Host:
+        """Bring up every eager entry in parallel; wait (bounded) until each finished.
+
+        Never raises for a server that fails: see :meth:`status` / :attr:`errors`.
+        """
+        self._check_open()
+        eager = [s for s in self._servers.values() if s.state == IDLE and not s.entry.lazy]
+        started = [s for s in eager if self._begin(s)]
+        bound = timeout if timeout is not None else self._start_timeout
+        if bound is None:
+            # each bring-up is bounded by its own connect timeout; allow for queueing
+            per = max((self._connect_bound(s.entry) for s in started), default=0.0)
+            waves = -(-len(started) // self._max_parallel)
+            bound = per * max(1, waves) + 5.0
+        deadline = time.monotonic() + bound
+        for s in started:
+            if not s.done.wait(max(0.0, deadline - time.monotonic())):
+                log.warning("server %r still connecting after %.1fs", s.name, bound)
+        return self
+
+    def close(self, timeout: float | None = None) -> None:
+        """Close every session in parallel; return within ``timeout`` (default ``close_timeout``)."""
+        if self._closed.is_set():
+            return
+        self._closed.set()
+        bound = self._close_timeout if timeout is None else timeout
+        threads: list[threading.Thread] = []
+        for s in self._servers.values():
+            with s.lock:
+                session, s.session = s.session, None
+                if s.state in (READY, IDLE):
+                    s.state = CLOSED
+                # CONNECTING: the bring-up thread sees the host closed and closes its session
+            if session is not None:
+                t = threading.Thread(
+                    target=self._close_session,
+                    args=(s.name, session),
+                    name=f"mcpsync-host-close[{s.name}]",
+                    daemon=True,  # last resort: a session whose close() ignores its own bound
+                )
+                t.start()
+                threads.append(t)
+        deadline = time.monotonic() + bound
+        for t in threads:
+            t.join(max(0.0, deadline - time.monotonic()))
+            if t.is_alive():
+                log.warning("%s did not finish within %.1fs", t.name, bound)
+        with self._ns_lock:
+            self._routes.clear()
+
+    @staticmethod
+    def _close_session(name: str, session: Any) -> None:
+        try:
+            session.close()
+        except Exception as exc:  # closing must not stop the others
+            log.warning("closing server %r: %s", name, exc)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed.is_set()
+
+    def _check_open(self) -> None:
+        if self._closed.is_set():
+            raise SessionClosed("the host is closed")
+
+    # ------------------------------------------------------------------ bring-up
+
+    @staticmethod
+    def _connect_bound(entry: ServerEntry) -> float:
+        return entry.connect_timeout if entry.connect_timeout is not None else 30.0
+
+    def _ask_consent(self, s: _Server) -> bool:
+        if self._consent is None:
+            return True
+        with self._consent_lock:
+            if s.consent is None:
+                try:
+                    s.consent = bool(self._consent(s.entry))
+                    if not s.consent:
+                        s.error = ConsentDenied(f"server {s.name!r}: consent refused")
+                except Exception as exc:
+                    s.consent = False
+                    s.error = ConsentDenied(f"server {s.name!r}: the consent hook failed: {exc}")
+            return s.consent
+
+    def _begin(self, s: _Server) -> bool:
+        """Start a bring-up thread for ``s`` if it is idle; False if there is nothing to wait for."""
+        if not self._ask_consent(s):
+            with s.lock:
+                if s.state == IDLE:
+                    s.state = REFUSED
+                    s.done.set()
+            return False
+        with s.lock:
+            if s.state != IDLE:
+                return s.state == CONNECTING
+            s.state = CONNECTING
+            s.done.clear()
+            # daemon as a last resort: Session.connect cannot be interrupted, only bounded
+            # by its connect_timeout, and must not hold up interpreter exit after Ctrl-C
+            s.thread = threading.Thread(
+                target=self._bring_up,
+                args=(s,),
+                name=f"mcpsync-host-connect[{s.name}]",
+                daemon=True,
+            )
+        s.thread.start()
+        return True
+
+    def _bring_up(self, s: _Server) -> None:
+        assert s.entry is not None
+        session = None
+        error: BaseException | None = None
+        t0 = time.monotonic()
+        try:
+            with self._slots:
+                if self._closed.is_set():
+                    raise SessionClosed("the host was closed before this server started")
+                t0 = time.monotonic()
+                kwargs = s.entry.connect_kwargs(auth_factory=self._auth_factory)
+                kwargs.update(self._session_kwargs)
+                session = self._connect(**kwargs)
+                tools_error = self._prefetch_tools(session)
+        except BaseException as exc:  # noqa: BLE001 - kept and shown, never lost
+            error = exc
+        seconds = time.monotonic() - t0
+        close_it = False
+        with s.lock:
+            s.seconds = seconds
+            if error is not None:
+                s.state, s.error = FAILED, error
+                log.info("server %r failed to start: %s", s.name, error)
+            elif self._closed.is_set():
+                s.state, close_it = CLOSED, True
+            else:
+                s.state, s.session, s.error, s.tools_error = READY, session, None, tools_error
+            s.done.set()
+        if close_it:
+            self._close_session(s.name, session)
+
+    @staticmethod
+    def _prefetch_tools(session: Any) -> BaseException | None:
+        """Fill the session's tool cache in the bring-up thread, so namespace builds are cheap."""
+        try:
+            session.list_tools()
+        except CapabilityError:
+            return None
+        except MCPSyncError as exc:
+            return exc
+        return None
+
+    def _ensure(self, name: str, *, wait: float | None = None) -> _Server:
+        """The server's state, bringing it up now if it is idle (lazy first use)."""
+        self._check_open()
+        s = self._servers.get(name)
+        if s is None:
+            known = ", ".join(repr(n) for n in self._servers) or "none"
+            raise ConfigError(f"{self.source}: no server named {name!r} (servers: {known})")
+        if s.state == IDLE:
+            self._begin(s)
+        if s.state == CONNECTING:
+            bound = wait if wait is not None else self._connect_bound(s.entry) + 5.0
+            if not s.done.wait(bound):
+                raise MCPSyncError(f"server {name!r} is still connecting after {bound:.1f}s")
+        return s
+
+    # ------------------------------------------------------------------ sessions
+
+    def session(self, name: str) -> Any:
+        """The live session for ``name``; brings a lazy server up; raises its error if it failed."""
+        s = self._ensure(name)
+        with s.lock:
+            if s.state == READY:
+                return s.session
+            if s.state in (FAILED, REFUSED) and s.error is not None:
+                raise s.error
+            if s.state == DISABLED:
+                raise ConfigError(f"{self.source}: server {name!r} is disabled in the config")
+            raise SessionClosed(f"server {name!r} is {s.state}")
+
+    __getitem__ = session
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._servers
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._servers)
+
+    def names(self) -> list[str]:
+        return list(self._servers)
+
+    def entry(self, name: str) -> ServerEntry | None:
+        s = self._servers.get(name)
+        return s.entry if s else None
+
+    def connect_all(self, timeout: float | None = None) -> Host:
+        """Bring up every server, lazy ones too (``smoke`` uses this)."""
+        self._check_open()
+        for s in self._servers.values():
+            if s.state == IDLE:
+                self._begin(s)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for s in self._servers.values():
+            bound = self._connect_bound(s.entry) + 5.0 if s.entry else 0.0
+            if deadline is not None:
+                bound = max(0.0, deadline - time.monotonic())
+            s.done.wait(bound)
+        return self
+
+    def reconnect(self, name: str) -> Any:
+        """Close (if open) and bring ``name`` up again; returns the new session."""
+        s = self._ensure(name)
+        with s.lock:
+            old, s.session = s.session, None
+            if s.state in (READY, FAILED, CLOSED):
+                s.state, s.error, s.tools_error = IDLE, None, None
+        if old is not None:
+            self._close_session(name, old)
+        return self.session(name)
+
+    @property
+    def errors(self) -> dict[str, BaseException]:
+        """Servers that failed (or were refused), with their error."""
+        out = {}
+        for name, s in self._servers.items():
+            err = s.error or s.tools_error
+            if err is not None:
+                out[name] = err
+        return out
+
+    def status(self) -> list[ServerStatus]:
+        """One row per entry, config order."""
+        rows = []
+        for name, s in self._servers.items():
+            with s.lock:
+                session, state, error = s.session, s.state, s.error or s.tools_error
+                seconds = s.seconds
+            entry = s.entry
+            transport = entry.transport if entry else "?"
+            version = info = None
+            tools: int | None = None
+            if session is not None:
+                kind = getattr(getattr(session, "transport", None), "kind", None)
+                transport = kind or transport
+                version = getattr(session, "protocol_version", None)
+                info = getattr(session, "server_info", None)
+                if s.tools_error is None:
+                    try:
+                        tools = len(session.list_tools())
+                    except CapabilityError:
+                        tools = 0
+                    except MCPSyncError as exc:
+                        error = exc
+            target = entry.describe() if entry else ""
+            if isinstance(error, ConfigEntryError):
+                transport = "-"
+            rows.append(
+                ServerStatus(
+                    name=name,
+                    state=state,
+                    transport=transport,
+                    target=target,
+                    protocol_version=version,
+                    server_info=info,
+                    tools=tools,
+                    seconds=seconds,
+                    error=error,
+                    lazy=bool(entry and entry.lazy),
+                )
+            )
+        return rows
+
+    # ------------------------------------------------------------------ tools
+
+    def _ready_servers(self) -> list[_Server]:
+        return [s for s in self._servers.values() if s.state == READY and s.session is not None]
+
+    def _rebuild(self) -> dict[str, HostTool]:
+        with self._ns_lock:
+            per_server: list[tuple[str, list[Any]]] = []
+            for s in self._ready_servers():
+                try:
+                    tools = list(s.session.list_tools())
+                    s.tools_error = None
+                except CapabilityError:
+                    tools = []
+                except MCPSyncError as exc:
+                    s.tools_error = exc
+                    tools = []
+                per_server.append((s.name, tools))
+            offered = {name: {t.name for t in tools} for name, tools in per_server}
+            for bare, owner in list(self._owners.items()):
+                if bare not in offered.get(owner, ()):
+                    del self._owners[bare]  # the owner is gone or dropped the tool
+            for name, tools in per_server:  # config order
+                for t in tools:
+                    self._owners.setdefault(t.name, name)
+            routes: dict[str, HostTool] = {}
+            for name, tools in per_server:
+                for t in tools:
+                    q = qualified_name(name, t.name, self._separator)
+                    exposed = t.name if self._owners.get(t.name) == name else q
+                    routes[exposed] = HostTool(name=exposed, server=name, tool=t, qualified=q)
+            listed = dict(routes)
+            for ht in listed.values():
+                routes.setdefault(ht.qualified, ht)
+            self._routes = routes
+            return listed
+
+    def list_tools(self, *, include_lazy: bool = False) -> list[HostTool]:
+        """Every tool of every server that is up, each under its exposed name (config order).
+
+        With ``include_lazy=True`` lazy servers are brought up first (consent permitting).
+        """
+        self._check_open()
+        if include_lazy:
+            self.connect_all()
+        return list(self._rebuild().values())
+
+    def resolve(self, name: str) -> HostTool:
+        """Which server and tool a (bare or qualified) name routes to.
+
+        An unknown name brings up idle lazy servers (consent permitting) before giving up.
+        """
+        self._check_open()
+        ht = self._rebuild_if_needed(name)
+        if ht is None and any(s.state == IDLE for s in self._servers.values()):
+            self.connect_all()
+            ht = self._rebuild_if_needed(name, force=True)
+        if ht is None:
+            known = sorted(self._routes_listed())
+            hint = (
+                f"; tools: {', '.join(known[:20])}{' ...' if len(known) > 20 else ''}"
+                if known
+                else ""
+            )
+            down = [n for n, s in self._servers.items() if s.state in (FAILED, REFUSED)]
+            if down:
+                hint += f"; servers not up: {', '.join(down)}"
+            raise UnknownTool(f"no tool named {name!r}{hint}")
+        return ht
+
+    def _routes_listed(self) -> list[str]:
+        with self._ns_lock:
+            return [n for n, ht in self._routes.items() if ht.name == n]
+
+    def _rebuild_if_needed(self, name: str, force: bool = False) -> HostTool | None:
+        with self._ns_lock:
+            if force or name not in self._routes:
+                self._rebuild()
+            return self._routes.get(name)
+
+    def call_tool(
+        self, name: str, arguments: Mapping[str, Any] | None = None, **kwargs: Any
+    ) -> Any:
+        """Call a tool by its namespace name on the session that owns it (blocking).
+
+        ``kwargs`` go to ``Session.call_tool`` (``timeout``, ``on_progress``).
+        """
+        ht = self.resolve(name)
+        return self.session(ht.server).call_tool(ht.tool_name, arguments, **kwargs)
+
+    def submit_call_tool(
+        self, name: str, arguments: Mapping[str, Any] | None = None, **kwargs: Any
+    ) -> Future:
+        """Like :meth:`call_tool` but returns a ``concurrent.futures.Future``."""
+        ht = self.resolve(name)
+        return self.session(ht.server).submit_call_tool(ht.tool_name, arguments, **kwargs)
