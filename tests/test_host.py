@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import shutil
+import sys
 import threading
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from mcpsync.config import load_config
@@ -311,3 +315,55 @@ def test_disabled_entries_are_not_started_and_reconnect():
 
 def test_qualified_name_sanitises_server():
     assert qualified_name("Zuplo MCP", "echo") == "Zuplo_MCP__echo"
+
+
+# ---------------------------------------------------------------- real servers
+
+NODE_BIN = Path(__file__).parent / "node" / "node_modules" / ".bin"
+DEMO = {"command": sys.executable, "args": ["-m", "mcpsync.demo_server"]}
+
+
+def _children() -> set[int]:
+    return {p.pid for p in psutil.Process().children(recursive=True)}
+
+
+@pytest.mark.real
+def test_host_real_servers_namespace_and_cleanup():
+    everything = shutil.which("mcp-server-everything", path=str(NODE_BIN))
+    assert everything, "npm peers not installed"
+    before = _children()
+    config = {
+        "demo": DEMO,
+        "every": {"command": everything, "args": ["stdio"]},
+        "broken": {"command": sys.executable, "args": ["-c", "import sys; sys.exit(3)"]},
+        "later": {**DEMO, "lazy": True},
+    }
+    host = Host(config).start()
+    try:
+        rows = {r.name: r for r in host.status()}
+        assert rows["demo"].state == "ready" and rows["demo"].transport == "stdio"
+        assert rows["demo"].protocol_version == "2025-11-25" and rows["demo"].tools >= 10
+        assert rows["every"].state == "ready" and rows["every"].tools > 5
+        assert rows["broken"].state == "failed" and rows["broken"].error is not None
+        assert rows["later"].state == "idle"
+        names = [t.name for t in host.list_tools()]
+        assert "echo" in names and "every__echo" in names and "later__echo" not in names
+        assert host.call_tool("echo", {"message": "hi"}).content[0].text == "hi"
+        assert "hi" in host.call_tool("every__echo", {"message": "hi"}).content[0].text
+        # the lazy one comes up on first use, and never takes a bare name
+        assert host.call_tool("later__echo", {"message": "x"}).content[0].text == "x"
+        assert "later__add" in [t.name for t in host.list_tools()]
+    finally:
+        host.close()
+    assert _children() - before == set()
+
+
+@pytest.mark.real
+def test_host_follows_tools_list_changed():
+    with Host({"demo": DEMO}) as host:
+        changed = threading.Event()
+        host.session("demo").on_tools_changed(changed.set)
+        host.call_tool("add_tool", {"name": "brand_new"})
+        assert changed.wait(WAIT)
+        assert "brand_new" in [t.name for t in host.list_tools()]
+        assert host.call_tool("brand_new", {"a": 1}).is_error is not True
