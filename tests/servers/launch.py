@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -174,15 +175,17 @@ class _Drain(threading.Thread):
         with self._lock:
             return self._buf[-self._keep :].decode(errors="replace")
 
-    def wait_for(self, needle: str, timeout: float) -> bool:
+    def wait_for(self, pattern: str, timeout: float) -> re.Match[str] | None:
+        """Wait until ``pattern`` (a regex) matches the text kept so far; the match or None."""
+        regex = re.compile(pattern)
         deadline = time.monotonic() + timeout
         with self._changed:
-            while needle.encode() not in self._buf:
+            while True:
+                match = regex.search(self._buf.decode(errors="replace"))
                 remaining = deadline - time.monotonic()
-                if remaining <= 0 or not self.is_alive():
-                    return needle.encode() in self._buf
+                if match or remaining <= 0 or not self.is_alive():
+                    return match
                 self._changed.wait(min(remaining, 0.5))
-            return True
 
 
 class StdioPeer:
@@ -417,17 +420,18 @@ def _accepts(port: int) -> bool:
 def start_server(
     argv: Sequence[str],
     *,
-    port: int,
+    port: int | None,
     path: str,
     env: dict[str, str] | None = None,
-    ready_text: str | None = None,
+    ready_pattern: str | None = None,
     timeout: float = 30.0,
 ) -> Iterator[RunningServer]:
-    """Run ``argv`` in a new process group; yield once 127.0.0.1:``port`` accepts connections.
+    """Run ``argv`` in a new process group; yield once 127.0.0.1:<port> accepts connections.
 
-    If ``ready_text`` is given, it must also appear on stderr. Raises LaunchError (with the
-    server's output) when the server exits or is not ready within ``timeout`` seconds.
-    The process group is killed on exit, whatever happened.
+    ``ready_pattern`` (a regex) must first match the server's stderr; when ``port`` is None
+    its group 1 is the port the server chose. Raises LaunchError (with the server's stderr)
+    if the server exits or is not ready within ``timeout`` seconds. The process group is
+    killed on exit, whatever happened.
     """
     proc = subprocess.Popen(
         list(argv),
@@ -444,13 +448,18 @@ def start_server(
     )
     stderr.start()
     stdout.start()
-    server = RunningServer(proc, port, f"http://127.0.0.1:{port}{path}", stderr, stdout)
     try:
         deadline = time.monotonic() + timeout
-        if ready_text is not None and not stderr.wait_for(ready_text, timeout):
-            raise LaunchError(
-                f"{name} not ready in {timeout}s (exit {proc.poll()}):\n{stderr.text()[-3000:]}"
-            )
+        if ready_pattern is not None:
+            match = stderr.wait_for(ready_pattern, timeout)
+            if match is None:
+                raise LaunchError(
+                    f"{name} not ready in {timeout}s (exit {proc.poll()}):\n{stderr.text()[-3000:]}"
+                )
+            if port is None:
+                port = int(match.group(1))
+        if port is None:
+            raise ValueError("start_server needs a port or a ready_pattern that captures one")
         while not _accepts(port):
             if proc.poll() is not None:
                 stderr.join(2)
@@ -460,29 +469,33 @@ def start_server(
                     f"{name} did not listen on {port} in {timeout}s:\n{stderr.text()[-3000:]}"
                 )
             time.sleep(0.05)  # polling a port: there is no event to wait on
-        yield server
+        yield RunningServer(proc, port, f"http://127.0.0.1:{port}{path}", stderr, stdout)
     finally:
         kill_group(proc)
         stderr.join(5)
         stdout.join(5)
 
 
-SDK_READY = "sdk_server ready"
+SDK_READY = r"sdk_server ready: http://127\.0\.0\.1:(\d+)/"
 
 
 @contextmanager
 def sdk_server_http(
-    *, stateless: bool = False, json_response: bool = False, timeout: float = 30.0
+    *,
+    stateless: bool = False,
+    json_response: bool = False,
+    resumable: bool = False,
+    timeout: float = 30.0,
 ) -> Iterator[RunningServer]:
-    """The official-SDK server over Streamable HTTP at ``http://127.0.0.1:<port>/mcp``."""
-    port = free_port()
-    argv = [sys.executable, str(SERVERS_DIR / "sdk_server.py"), "http", "--port", str(port)]
-    if stateless:
-        argv.append("--stateless")
-    if json_response:
-        argv.append("--json")
+    """The official-SDK server over Streamable HTTP at ``http://127.0.0.1:<port>/mcp``.
+
+    ``stateless``: no Mcp-Session-Id; ``json_response``: POSTs answered with JSON, not SSE;
+    ``resumable``: events kept in memory so a GET with Last-Event-ID can resume.
+    """
+    argv = [sys.executable, str(SERVERS_DIR / "sdk_server.py"), "http", "--port", "0"]
+    argv += ["--stateless"] * stateless + ["--json"] * json_response + ["--resumable"] * resumable
     with start_server(
-        argv, port=port, path="/mcp", ready_text=SDK_READY, timeout=timeout
+        argv, port=None, path="/mcp", ready_pattern=SDK_READY, timeout=timeout
     ) as server:
         yield server
 
@@ -490,10 +503,9 @@ def sdk_server_http(
 @contextmanager
 def sdk_server_sse(*, timeout: float = 30.0) -> Iterator[RunningServer]:
     """The official-SDK server over legacy HTTP+SSE at ``http://127.0.0.1:<port>/sse``."""
-    port = free_port()
-    argv = [sys.executable, str(SERVERS_DIR / "sdk_server.py"), "sse", "--port", str(port)]
+    argv = [sys.executable, str(SERVERS_DIR / "sdk_server.py"), "sse", "--port", "0"]
     with start_server(
-        argv, port=port, path="/sse", ready_text=SDK_READY, timeout=timeout
+        argv, port=None, path="/sse", ready_pattern=SDK_READY, timeout=timeout
     ) as server:
         yield server
 
