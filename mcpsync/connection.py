@@ -24,6 +24,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, InvalidStateError
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, NamedTuple
 
 from . import jsonrpc
@@ -236,24 +237,34 @@ class Connection:
     def wait(self, future: Future[Any]) -> Any:
         """Block until ``future`` resolves; bounded by the call's deadline.
 
-        Ctrl-C (KeyboardInterrupt) while waiting cancels the request (the server is
-        told) and re-raises.
+        Where the transport can read in the calling thread (stdio), the caller reads its
+        own response: no thread hop. Ctrl-C (KeyboardInterrupt) while waiting cancels
+        the request (the server is told) and re-raises.
         """
-        call = self._call_of(future)
+        pump = getattr(self.transport, "wait_for", None)
+        started = time.monotonic()
         try:
-            while True:
-                if call is None:
-                    return future.result(timeout=self.default_timeout)
-                remaining = call.deadline - time.monotonic()
-                if remaining == _NEVER:
-                    remaining = None  # the caller asked for no limit
-                try:
-                    return future.result(timeout=None if remaining is None else max(remaining, 0) + 1.0)
-                except TimeoutError:
-                    if future.done():
-                        raise
-                    if call.deadline - time.monotonic() <= 0:  # the timer did not get to it
+            while not future.done():
+                call = self._call_of(future)
+                now = time.monotonic()
+                if call is not None:
+                    remaining = call.deadline - now
+                    if remaining <= 0:  # the timer thread did not get to it yet
                         self._expire(call)
+                        continue
+                else:  # a future we did not create: bound it by the default timeout
+                    remaining = (self.default_timeout or 60.0) - (now - started)
+                    if remaining <= 0:
+                        raise RequestTimeout(f"no result from {self.name!r} within {self.default_timeout} s")
+                step = min(remaining, 1.0)  # wake up at least once a second to re-check
+                if pump is not None and not self._closed:
+                    pump(future, step)
+                else:
+                    try:
+                        return future.result(timeout=step)
+                    except FutureTimeout:
+                        continue
+            return future.result(timeout=0)
         except KeyboardInterrupt:
             future.cancel()
             raise
@@ -419,10 +430,12 @@ class Connection:
     # -- timeouts and cancellation ------------------------------------------------------
 
     def _schedule(self, deadline: float) -> None:
-        with self._timer_cond:
-            if deadline < self._timer_next:
-                self._timer_next = deadline
-                self._timer_cond.notify()
+        # Unlocked first look (hot path); the timer re-scans at least once a second anyway.
+        if deadline < self._timer_next:
+            with self._timer_cond:
+                if deadline < self._timer_next:
+                    self._timer_next = deadline
+                    self._timer_cond.notify()
 
     def _timer_loop(self) -> None:
         cond = self._timer_cond
@@ -440,7 +453,7 @@ class Connection:
                         earliest = call.deadline
                 self._timer_next = earliest
                 if not expired:
-                    cond.wait(None if earliest == _NEVER else earliest - now)
+                    cond.wait(min(earliest - now, 1.0))
                     continue
             for call in expired:
                 self._expire(call)

@@ -107,8 +107,9 @@ def _validate(model_name: str, data: Any) -> Any:
 class _Derived(Future):  # type: ignore[type-arg]
     """A future computed from another (a typed result from a raw one); cancel goes upstream."""
 
-    def __init__(self, source: Future[Any], convert: Callable[[Any], Any]) -> None:
+    def __init__(self, source: Future[Any], convert: Callable[[Any], Any], conn: Connection | None = None) -> None:
         super().__init__()
+        self._conn = conn
         self._source = source
         self._convert = convert
         self._mcpsync_call = getattr(source, "_mcpsync_call", None)
@@ -135,6 +136,19 @@ class _Derived(Future):  # type: ignore[type-arg]
     def cancel(self) -> bool:
         self._source.cancel()
         return super().cancel()
+
+    def result(self, timeout: float | None = None) -> Any:
+        """As ``Future.result``; on stdio the waiting thread reads its own response."""
+        conn = self._conn
+        if conn is not None and not self.done():
+            if timeout is None:
+                return conn.wait(self)
+            pump = getattr(conn.transport, "wait_for", None)
+            if pump is not None:
+                pump(self, timeout)
+                if self.done():
+                    timeout = 0
+        return super().result(timeout)
 
 
 class Session:
@@ -373,7 +387,12 @@ class Session:
             reset_timeout_on_progress=reset_timeout_on_progress,
             max_timeout=max_timeout,
         )
-        return _Derived(raw, convert)
+        return _Derived(raw, convert, self._conn)
+
+    def _call(self, method: str, params: dict[str, Any] | None, convert: Callable[[Any], Any], **options: Any) -> Any:
+        """The blocking twin of ``_submit``: wait on the raw future, convert in this thread."""
+        self._require(method)
+        return convert(self._conn.wait(self._conn.request(method, params, **options)))
 
     def _paginate(self, method: str, key: str, model: str, params: dict[str, Any] | None = None) -> Future[Any]:
         """A future of every item over all pages of a paginated list."""
@@ -435,7 +454,7 @@ class Session:
 
     def ping(self, *, timeout: float | None = _UNSET) -> None:
         """Check the server answers."""
-        self._wait(self.submit_ping(timeout=timeout))
+        self._call("ping", None, lambda _: None, timeout=timeout)
 
     # -- tools -------------------------------------------------------------------------
 
@@ -457,6 +476,17 @@ class Session:
             return list(self._tools)
         return list(self._wait(self.submit_list_tools()))
 
+    def _tool_call(
+        self, name: str, arguments: Mapping[str, Any] | None, meta: Mapping[str, Any] | None
+    ) -> tuple[dict[str, Any], Callable[[Any], Any]]:
+        params: dict[str, Any] = {"name": name}
+        if arguments is not None:
+            params["arguments"] = dict(arguments)
+        if meta:
+            params["_meta"] = dict(meta)
+        tool = self._tools_by_name.get(name)
+        return params, lambda raw: self._tool_result(tool, raw)
+
     def submit_call_tool(
         self,
         name: str,
@@ -468,16 +498,12 @@ class Session:
         max_timeout: float | None = None,
         meta: Mapping[str, Any] | None = None,
     ) -> Future[CallToolResult]:
-        params: dict[str, Any] = {"name": name}
-        if arguments is not None:
-            params["arguments"] = dict(arguments)
-        if meta:
-            params["_meta"] = dict(meta)
-        tool = self._tools_by_name.get(name)
+        """Like ``call_tool``, but returns at once with a ``Future`` (``cancel()`` tells the server)."""
+        params, convert = self._tool_call(name, arguments, meta)
         return self._submit(
             "tools/call",
             params,
-            lambda raw: self._tool_result(tool, raw),
+            convert,
             timeout=timeout,
             on_progress=on_progress,
             reset_timeout_on_progress=reset_timeout_on_progress,
@@ -501,16 +527,15 @@ class Session:
         list was fetched and declares an ``outputSchema``, the structured result is
         checked against it (``ProtocolError`` if it does not match).
         """
-        return self._wait(
-            self.submit_call_tool(
-                name,
-                arguments,
-                timeout=timeout,
-                on_progress=on_progress,
-                reset_timeout_on_progress=reset_timeout_on_progress,
-                max_timeout=max_timeout,
-                meta=meta,
-            )
+        params, convert = self._tool_call(name, arguments, meta)
+        return self._call(
+            "tools/call",
+            params,
+            convert,
+            timeout=timeout,
+            on_progress=on_progress,
+            reset_timeout_on_progress=reset_timeout_on_progress,
+            max_timeout=max_timeout,
         )
 
     def _tool_result(self, tool: Tool | None, raw: Any) -> CallToolResult:
@@ -545,7 +570,9 @@ class Session:
 
     def read_resource(self, uri: str, *, timeout: float | None = _UNSET) -> ReadResourceResult:
         """Read one resource; ``.contents`` holds text or blob parts."""
-        return self._wait(self.submit_read_resource(uri, timeout=timeout))
+        return self._call(
+            "resources/read", {"uri": str(uri)}, lambda r: _validate("ReadResourceResult", r), timeout=timeout
+        )
 
     def subscribe_resource(self, uri: str, callback: Callable[[str], None]) -> None:
         """Ask to be told when ``uri`` changes; ``callback(uri)`` runs on the dispatch thread."""

@@ -9,6 +9,13 @@ variables (``DEFAULT_INHERITED_ENV``, as the reference SDKs do, so secrets in th
 parent's environment do not leak into every server), plus the entry's own ``env``.
 Pass ``inherit_env=True`` to give it the whole parent environment.
 
+Reading, without a thread hop on the hot path: a caller waiting for its response reads
+stdout itself (it takes the "reader role", reads, and delivers every message it finds,
+its own and others'), so a sequential call costs one wake-up, as in a bare loop. A
+background reader thread holds the role only while no caller is waiting, so
+notifications and server requests are read when the client is idle. On platforms
+without ``select.poll`` the background thread does all the reading.
+
 Shutdown, in the order the MCP specification gives for stdio: close the child's stdin,
 wait for it to exit, then SIGTERM, wait, then SIGKILL — sent to the child's whole
 process group so the server's own children go too. Every wait is bounded.
@@ -19,10 +26,12 @@ from __future__ import annotations
 import collections
 import logging
 import os
+import select
 import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
@@ -41,6 +50,9 @@ else:
     DEFAULT_INHERITED_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "TMPDIR")
 
 log = logging.getLogger("mcpsync.stdio")
+
+#: after a send, the background reader leaves stdout to the caller this long (seconds)
+_CALLER_GRACE = 0.005
 
 
 def default_environment() -> dict[str, str]:
@@ -90,7 +102,22 @@ class StdioTransport(Transport):
         self._closing = threading.Event()
         self._closed_once = threading.Lock()
         self._on_close: OnClose | None = None
+        self._on_message: OnMessage | None = None
+        self._on_error: OnError | None = None
         self._close_reported = False
+        # the reader role and the line buffer it guards
+        self._role = threading.Lock()
+        self._role_cv = threading.Condition()
+        self._waiters_lock = threading.Lock()
+        self._waiters = 0
+        self._last_send = 0.0
+        self._eof = False
+        self._parts: list[bytes] = []
+        self._part_bytes = 0
+        self._discarding = False
+        self._fd = -1
+        self._caller_poll: Any = None
+        self.wait_for = self._wait_for if hasattr(select, "poll") else None
 
     # -- Transport -------------------------------------------------------------------
 
@@ -116,11 +143,15 @@ class StdioTransport(Transport):
         self._stderr_reader = threading.Thread(
             target=self._drain_stderr, name=f"mcpsync-stdio-stderr[{self.name}]", daemon=True
         )
+        assert self.process.stdout is not None
+        self._on_message, self._on_error = on_message, on_error
+        self._fd = self.process.stdout.fileno()
+        if self.wait_for is not None:
+            self._caller_poll = select.poll()
+            self._caller_poll.register(self._fd, select.POLLIN)
+        # daemon: a session the caller forgot to close must not hang interpreter exit
         self._reader = threading.Thread(
-            target=self._read_stdout,
-            args=(on_message, on_error),
-            name=f"mcpsync-stdio-reader[{self.name}]",
-            daemon=True,
+            target=self._background_reader, name=f"mcpsync-stdio-reader[{self.name}]", daemon=True
         )
         self._stderr_reader.start()
         self._reader.start()
@@ -132,6 +163,7 @@ class StdioTransport(Transport):
             raise TransportError(f"stdio transport to {self.name!r} is closed")
         try:
             with self._write_lock:
+                self._last_send = time.monotonic()  # the caller will read the reply itself
                 stdin.write(data)  # bufsize=0: a raw pipe, one write per message
         except (BrokenPipeError, ValueError, OSError) as exc:
             raise self._exit_error("server stopped reading its stdin") from exc
@@ -173,48 +205,135 @@ class StdioTransport(Transport):
         if self._on_close is not None:
             self._on_close(error)
 
-    def _read_stdout(self, on_message: OnMessage, on_error: OnError | None) -> None:
-        proc = self.process
-        assert proc is not None and proc.stdout is not None
-        stdout = proc.stdout
-        limit = self.max_message_bytes
-        readline = stdout.readline
-        try:
-            while True:
-                line = readline(limit + 1)
-                if not line:
-                    break
-                if len(line) > limit and not line.endswith(b"\n"):
-                    self._report(on_error, ProtocolError(
-                        f"server {self.name!r} sent a message over {limit} bytes; it was discarded"
-                    ))  # fmt: skip
-                    while line and not line.endswith(b"\n"):  # skip the rest of that line
-                        line = readline(1 << 20)
-                    continue
-                if line.isspace():
-                    continue
-                try:
-                    message = decode(line)
-                except ProtocolError as exc:
-                    self._report(on_error, ProtocolError(f"server {self.name!r} wrote to stdout: {exc}"))
-                    continue
-                if isinstance(message, list):
-                    for item in message:
-                        on_message(item)
-                else:
-                    on_message(message)
-        except (OSError, ValueError):
-            pass  # pipe closed under us during close()
-        except Exception:  # a bug in a callback must not kill the reader silently
-            log.exception("mcpsync: error while handling a message from %s", self.name)
-        if self._closing.is_set():
-            return
-        self._report_close(self._exit_error("server closed its stdout"))
+    # -- reading: the reader role -------------------------------------------------------
 
-    def _report(self, on_error: OnError | None, exc: ProtocolError) -> None:
-        log.warning("%s", exc)
-        if on_error is not None:
-            on_error(exc)
+    def _wait_for(self, future: Any, timeout: float) -> None:
+        """Read stdout in the calling thread until ``future`` is done or ``timeout`` passes."""
+        deadline = time.monotonic() + timeout
+        with self._waiters_lock:
+            self._waiters += 1
+        try:
+            while not future.done() and not self._eof:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return
+                if self._role.acquire(blocking=False):
+                    try:
+                        while not future.done() and not self._eof:
+                            if not self._caller_poll.poll(remaining * 1000):
+                                return
+                            self._read_once()
+                            remaining = deadline - time.monotonic()
+                    finally:
+                        self._role.release()
+                        if self._waiters > 1:  # hand the role on: wake the other callers
+                            with self._role_cv:
+                                self._role_cv.notify_all()
+                else:  # another caller reads; it wakes us when it delivered something
+                    with self._role_cv:
+                        if not future.done():
+                            self._role_cv.wait(min(remaining, 0.05))
+        finally:
+            with self._waiters_lock:
+                self._waiters -= 1
+
+    def _background_reader(self) -> None:
+        """Reads while no caller does (notifications, server requests, idle EOF)."""
+        poller = select.poll() if self.wait_for is not None else None
+        if poller is not None:
+            poller.register(self._fd, select.POLLIN)
+        while not self._eof and not self._closing.is_set():
+            if poller is not None:
+                with self._role_cv:
+                    # Callers are reading, or just sent and are about to: leave it to them.
+                    if self._waiters or time.monotonic() - self._last_send < _CALLER_GRACE:
+                        self._role_cv.wait(_CALLER_GRACE)
+                        continue
+                if not poller.poll(100):
+                    continue
+            if not self._role.acquire(blocking=False):
+                continue
+            try:
+                if not self._eof:
+                    self._read_once()
+            finally:
+                self._role.release()
+            if self._waiters:
+                with self._role_cv:
+                    self._role_cv.notify_all()
+
+    def _read_once(self) -> None:
+        """Read what stdout has (the caller holds the role) and deliver complete lines."""
+        try:
+            chunk = os.read(self._fd, 262144)
+        except OSError:
+            chunk = b""
+        if chunk:
+            self._feed(chunk)
+            if self._waiters > 1:
+                with self._role_cv:
+                    self._role_cv.notify_all()
+            return
+        self._eof = True
+        with self._role_cv:
+            self._role_cv.notify_all()
+        if not self._closing.is_set():
+            self._report_close(self._exit_error("server closed its stdout"))
+
+    def _feed(self, chunk: bytes) -> None:
+        start = 0
+        limit = self.max_message_bytes
+        while True:
+            newline = chunk.find(b"\n", start)
+            if newline < 0:
+                rest = chunk[start:]
+                if rest and not self._discarding:
+                    self._parts.append(rest)
+                    self._part_bytes += len(rest)
+                    if self._part_bytes > limit:
+                        self._parts.clear()
+                        self._part_bytes = 0
+                        self._discarding = True
+                        self._report(ProtocolError(
+                            f"server {self.name!r} sent a message over {limit} bytes; it was discarded"
+                        ))  # fmt: skip
+                return
+            piece = chunk[start:newline]
+            start = newline + 1
+            if self._discarding:
+                self._discarding = False
+                continue
+            if self._parts:
+                self._parts.append(piece)
+                piece = b"".join(self._parts)
+                self._parts.clear()
+                self._part_bytes = 0
+            self._deliver(piece)
+
+    def _deliver(self, line: bytes) -> None:
+        if not line or line.isspace():
+            return
+        try:
+            message = decode(line)
+        except ProtocolError as exc:
+            self._report(ProtocolError(f"server {self.name!r} wrote to stdout: {exc}"))
+            return
+        on_message = self._on_message
+        assert on_message is not None
+        try:
+            if isinstance(message, list):
+                for item in message:
+                    on_message(item)
+            else:
+                on_message(message)
+        except Exception:  # a bug in a callback must not break reading
+            log.exception("mcpsync: error while handling a message from %s", self.name)
+
+    def _report(self, exc: ProtocolError) -> None:
+        if self._on_error is not None:
+            self._on_error(exc)
+        else:
+            log.warning("%s", exc)
 
     def _drain_stderr(self) -> None:
         proc = self.process
