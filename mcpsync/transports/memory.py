@@ -62,6 +62,8 @@ class MemoryTransport(Transport):
         self._inbox.put(_CLOSE)
         peer = self.peer
         if peer is not None and not peer._closed.is_set():
+            if error is not None and not isinstance(error, TransportError):
+                error = TransportError(f"peer {self.name!r} failed: {error}")
             peer._close_error = error or TransportError(f"peer {self.name!r} closed the connection")
             peer._inbox.put(_CLOSE)
         if self._reader is not None and self._reader is not threading.current_thread():

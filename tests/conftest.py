@@ -1,0 +1,39 @@
+"""Shared fixtures: leak checks (threads, child processes) around every test that asks."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import psutil
+import pytest
+
+
+def _children() -> set[int]:
+    return {p.pid for p in psutil.Process(os.getpid()).children(recursive=True)}
+
+
+def _mcpsync_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("mcpsync-")]
+
+
+@pytest.fixture
+def no_leaks():
+    """Assert that the test leaves no mcpsync thread and no child process behind."""
+    threads_before = set(_mcpsync_threads())
+    children_before = _children()
+    yield
+    deadline = time.monotonic() + 5.0
+    while time.monotonic() < deadline:
+        threads = [t for t in _mcpsync_threads() if t not in threads_before and t.is_alive()]
+        children = [
+            pid for pid in _children() - children_before
+            if psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+        ]  # fmt: skip
+        if not threads and not children:
+            return
+        time.sleep(0.05)
+    raise AssertionError(
+        f"left behind: threads {[t.name for t in threads]}, child processes {children}"
+    )
