@@ -1,0 +1,260 @@
+"""Find out who guards an MCP server and how to talk to them.
+
+Owns:
+- Protected Resource Metadata discovery (RFC 9728): the ``resource_metadata`` URL from the
+  401 challenge, else the path-based well-known URL, else the root one; then the check that
+  the document's ``resource`` names this server (same origin, path prefix) - a mismatch
+  aborts the flow.
+- Authorization Server Metadata discovery (RFC 8414 + OpenID Connect Discovery) in the MCP
+  order, with path insertion for issuers that have a path; the document's ``issuer`` must be
+  identical to the issuer the URL was built from, else the metadata is refused.
+- The 2025-03-26 fallbacks for servers without PRM: AS metadata at the server's origin,
+  else the default endpoints ``/authorize``, ``/token``, ``/register`` there.
+
+PKCE support (``S256`` in ``code_challenge_methods_supported``) is checked by the flow, which
+knows whether it needs it (client_credentials does not).
+
+>>> well_known_as_urls("https://auth.example.com/tenant1")[0]
+'https://auth.example.com/.well-known/oauth-authorization-server/tenant1'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urljoin, urlsplit, urlunsplit
+
+import requests
+
+from ..errors import AuthError
+from ._util import get_json, log, origin, short
+from .www_authenticate import Challenge
+
+__all__ = [
+    "ProtectedResourceMetadata",
+    "AuthServerMetadata",
+    "prm_urls",
+    "well_known_as_urls",
+    "resource_matches",
+    "discover_protected_resource",
+    "discover_authorization_server",
+    "legacy_authorization_server",
+]
+
+
+@dataclass
+class ProtectedResourceMetadata:
+    """RFC 9728 document of the MCP server (only the fields the client uses)."""
+
+    resource: str
+    authorization_servers: list[str]
+    scopes_supported: list[str] | None = None
+    url: str = ""
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+
+
+@dataclass
+class AuthServerMetadata:
+    """RFC 8414 / OIDC document of an authorization server (fields the client uses).
+
+    ``legacy_defaults`` is True when no document existed and the 2025-03-26 default
+    endpoints are assumed.
+    """
+
+    issuer: str
+    authorization_endpoint: str | None
+    token_endpoint: str
+    registration_endpoint: str | None = None
+    scopes_supported: list[str] | None = None
+    grant_types_supported: list[str] | None = None
+    token_endpoint_auth_methods_supported: list[str] | None = None
+    token_endpoint_auth_signing_alg_values_supported: list[str] | None = None
+    code_challenge_methods_supported: list[str] | None = None
+    authorization_response_iss_parameter_supported: bool = False
+    client_id_metadata_document_supported: bool = False
+    url: str = ""
+    legacy_defaults: bool = False
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_document(cls, doc: dict[str, Any], url: str) -> AuthServerMetadata:
+        def strlist(name: str) -> list[str] | None:
+            v = doc.get(name)
+            if isinstance(v, list) and all(isinstance(x, str) for x in v):
+                return list(v)
+            return None
+
+        token_endpoint = doc.get("token_endpoint")
+        if not isinstance(token_endpoint, str) or not token_endpoint:
+            raise AuthError(f"authorization server metadata at {short(url)} has no token_endpoint")
+        auth_ep = doc.get("authorization_endpoint")
+        reg_ep = doc.get("registration_endpoint")
+        return cls(
+            issuer=doc["issuer"],
+            authorization_endpoint=auth_ep if isinstance(auth_ep, str) and auth_ep else None,
+            token_endpoint=token_endpoint,
+            registration_endpoint=reg_ep if isinstance(reg_ep, str) and reg_ep else None,
+            scopes_supported=strlist("scopes_supported"),
+            grant_types_supported=strlist("grant_types_supported"),
+            token_endpoint_auth_methods_supported=strlist("token_endpoint_auth_methods_supported"),
+            token_endpoint_auth_signing_alg_values_supported=strlist(
+                "token_endpoint_auth_signing_alg_values_supported"
+            ),
+            code_challenge_methods_supported=strlist("code_challenge_methods_supported"),
+            authorization_response_iss_parameter_supported=doc.get(
+                "authorization_response_iss_parameter_supported"
+            )
+            is True,
+            client_id_metadata_document_supported=doc.get("client_id_metadata_document_supported")
+            is True,
+            url=url,
+            raw=dict(doc),
+        )
+
+    @property
+    def supports_s256(self) -> bool:
+        return bool(self.code_challenge_methods_supported) and "S256" in (
+            self.code_challenge_methods_supported or []
+        )
+
+    @property
+    def offers_offline_access(self) -> bool:
+        return "offline_access" in (self.scopes_supported or [])
+
+
+def prm_urls(server_url: str) -> list[str]:
+    """Well-known PRM URLs for a server URL: path-based first (if the URL has a path), then root."""
+    p = urlsplit(server_url)
+    base = urlunsplit((p.scheme, p.netloc, "", "", ""))
+    path = p.path.rstrip("/")
+    urls = []
+    if path:
+        urls.append(f"{base}/.well-known/oauth-protected-resource{path}")
+    urls.append(f"{base}/.well-known/oauth-protected-resource")
+    return urls
+
+
+def well_known_as_urls(issuer: str) -> list[str]:
+    """Metadata URLs to try for an issuer, in the MCP priority order."""
+    p = urlsplit(issuer)
+    base = urlunsplit((p.scheme, p.netloc, "", "", ""))
+    path = p.path.rstrip("/")
+    if path:
+        return [
+            f"{base}/.well-known/oauth-authorization-server{path}",
+            f"{base}/.well-known/openid-configuration{path}",
+            f"{base}{path}/.well-known/openid-configuration",
+        ]
+    return [
+        f"{base}/.well-known/oauth-authorization-server",
+        f"{base}/.well-known/openid-configuration",
+    ]
+
+
+def resource_matches(server_url: str, resource: str) -> bool:
+    """True when a PRM ``resource`` identifies this server: same origin and its path is the
+    server path or a parent of it (segment-wise). No fragment allowed."""
+    try:
+        r = urlsplit(resource)
+        s = urlsplit(server_url)
+    except ValueError:
+        return False
+    if r.fragment or not r.scheme or not r.netloc:
+        return False
+    if origin(resource) != origin(server_url):
+        return False
+    rp = r.path.rstrip("/")
+    sp = s.path.rstrip("/")
+    return sp == rp or sp.startswith(rp + "/")
+
+
+def discover_protected_resource(
+    http: requests.Session,
+    server_url: str,
+    challenge: Challenge | None,
+    *,
+    timeout: float,
+) -> ProtectedResourceMetadata | None:
+    """Fetch and validate the PRM document; None when the server publishes none."""
+    candidates: list[str] = []
+    hinted = challenge.resource_metadata if challenge else None
+    if hinted:
+        candidates.append(urljoin(server_url, hinted))
+    for u in prm_urls(server_url):
+        if u not in candidates:
+            candidates.append(u)
+    for url in candidates:
+        status, doc = get_json(http, url, timeout=timeout, what="protected resource metadata")
+        log.debug("PRM %s -> %s", short(url), status)
+        if status != 200 or not isinstance(doc, dict):
+            continue
+        resource = doc.get("resource")
+        if not isinstance(resource, str) or not resource_matches(server_url, resource):
+            raise AuthError(
+                f"protected resource metadata at {short(url)} names resource {resource!r}, "
+                f"which is not the server {short(server_url)}; refusing to authorize"
+            )
+        servers = doc.get("authorization_servers")
+        if (
+            not isinstance(servers, list)
+            or not servers
+            or not all(isinstance(s, str) for s in servers)
+        ):
+            raise AuthError(
+                f"protected resource metadata at {short(url)} lists no authorization_servers"
+            )
+        scopes = doc.get("scopes_supported")
+        if not (isinstance(scopes, list) and all(isinstance(s, str) for s in scopes)):
+            scopes = None
+        return ProtectedResourceMetadata(
+            resource=resource,
+            authorization_servers=list(servers),
+            scopes_supported=scopes,
+            url=url,
+            raw=dict(doc),
+        )
+    return None
+
+
+def discover_authorization_server(
+    http: requests.Session, issuer: str, *, timeout: float
+) -> AuthServerMetadata | None:
+    """Try the well-known URLs for ``issuer``; None when none answers with a document.
+
+    A document whose ``issuer`` is not identical to ``issuer`` raises AuthError: it must not
+    be used (RFC 8414 section 3.3) and is a sign of a mix-up attempt.
+    """
+    for url in well_known_as_urls(issuer):
+        status, doc = get_json(http, url, timeout=timeout, what="authorization server metadata")
+        log.debug("AS metadata %s -> %s", short(url), status)
+        if status != 200 or not isinstance(doc, dict):
+            continue
+        if doc.get("issuer") != issuer:
+            raise AuthError(
+                f"authorization server metadata at {short(url)} claims issuer "
+                f"{doc.get('issuer')!r}, expected {issuer!r}; refusing to use it"
+            )
+        return AuthServerMetadata.from_document(doc, url)
+    return None
+
+
+def legacy_authorization_server(
+    http: requests.Session, server_url: str, *, timeout: float
+) -> AuthServerMetadata:
+    """2025-03-26 behaviour for servers without PRM: the authorization base URL is the
+    server's origin; use its RFC 8414 metadata, else the default endpoint paths."""
+    p = urlsplit(server_url)
+    base = urlunsplit((p.scheme, p.netloc, "", "", ""))
+    found = discover_authorization_server(http, base, timeout=timeout)
+    if found is not None:
+        return found
+    log.info("no authorization metadata at %s; using the 2025-03-26 default endpoints", base)
+    return AuthServerMetadata(
+        issuer=base,
+        authorization_endpoint=f"{base}/authorize",
+        token_endpoint=f"{base}/token",
+        registration_endpoint=f"{base}/register",
+        code_challenge_methods_supported=["S256"],
+        url="",
+        legacy_defaults=True,
+    )

@@ -1,0 +1,615 @@
+"""The glue: a ``requests`` auth object that runs MCP authorization when a server asks.
+
+Owns :class:`OAuth`. Give it to ``requests`` (``auth=``) or to ``mcpsync.Session.connect``.
+It is bound to one MCP server: the first URL it sees (or ``server_url=``). For requests to
+that origin it adds ``Authorization: Bearer <token>``; for any other origin it adds nothing
+and ignores their replies, and ``requests`` itself drops the header on a redirect to
+another origin, so a token never leaves its server.
+
+A response hook watches for ``401`` and ``403 insufficient_scope``. It then (under a lock,
+so concurrent requests share one flow): re-reads the Protected Resource Metadata (which
+may name a new authorization server: old tokens and client credentials are not reused
+there), refreshes the token when it can, else runs the authorization (code + PKCE, or
+client_credentials), and re-sends the original request once per attempt through
+``r.connection.send`` like ``requests.auth.HTTPDigestAuth`` does, keeping its body.
+Step-up requests the union of previous and challenged scopes, at most
+``max_auth_attempts`` (3) authorizations per request, then raises :class:`AuthError`.
+Tokens about to expire are refreshed before a request is sent.
+
+>>> auth = OAuth(client_name="my-app", store=FileTokenStore("~/.cache/mcpsync/tokens.json"))  # doctest: +SKIP
+>>> requests.post("https://mcp.example.com/mcp", json=msg, auth=auth)                      # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import requests
+from requests.auth import AuthBase
+from requests.cookies import extract_cookies_to_jar
+from requests.utils import rewind_body
+
+from ..errors import AuthError, ConfigError
+from ._util import canonical_server_url, log, same_origin, short
+from .discovery import (
+    AuthServerMetadata,
+    ProtectedResourceMetadata,
+    discover_authorization_server,
+    discover_protected_resource,
+    legacy_authorization_server,
+)
+from .flow import (
+    TokenSet,
+    build_authorization_request,
+    client_credentials_grant,
+    exchange_code,
+    parse_authorization_response,
+    refresh_access_token,
+    select_scopes,
+)
+from .redirect import RedirectHandler, resolve_redirect
+from .registration import (
+    ClientInfo,
+    client_metadata,
+    redirect_uri_registered,
+    register_client,
+    validate_client_metadata_url,
+)
+from .storage import MemoryTokenStore, TokenStore
+from .www_authenticate import Challenge, bearer_challenge
+
+__all__ = ["OAuth"]
+
+
+class OAuth(AuthBase):
+    """MCP authorization for one server, as a ``requests`` auth object.
+
+    Authorization code flow (a person approves in a browser)::
+
+        auth = OAuth(client_name="my-app")                      # DCR / CIMD, browser or paste
+        auth = OAuth(client_id="abc", client_secret="s3cret",   # pre-registered at an AS
+                     issuer="https://auth.example.com")
+        auth = OAuth(client_metadata_url="https://app.example.com/client.json",
+                     redirect_uri="http://127.0.0.1:8976/callback", redirect="paste")
+        auth = OAuth(redirect=lambda url: robot_visits(url))    # programmatic
+
+    Machine-to-machine: :meth:`client_credentials`.
+
+    Parameters (all keyword-only):
+        client_name: shown by the AS on its consent page (DCR).
+        redirect: "auto" (default), "terminal", "paste", "headless", a callable
+            ``f(authorization_url) -> redirected_url``, or a :class:`RedirectHandler`.
+        redirect_uri: the redirect URI to use (default: loopback on an ephemeral port for
+            "terminal", ``http://127.0.0.1:8976/callback`` otherwise). It must be registered
+            with pre-registered clients and listed in a client metadata document.
+        client_id, client_secret, issuer: pre-registered credentials; ``issuer`` binds them
+            to one authorization server (else they bind to the first one used).
+        client_metadata_url: your Client ID Metadata Document URL (https, with a path), used
+            as ``client_id`` when the AS supports it.
+        scopes: scopes to ask for when the server's challenge names none (default: the
+            server's ``scopes_supported``).
+        store: a :class:`TokenStore` (default in-memory; :class:`FileTokenStore` persists).
+        offline_access: ask for ``offline_access`` when the AS offers it (refresh tokens).
+        application_type, client_metadata: override / extend the DCR registration body.
+        token_endpoint_auth_method: force one for pre-registered clients.
+        http_session: a ``requests.Session`` for talking to authorization servers
+            (proxies, certificates); never given this auth object.
+        timeout: seconds per HTTP request to authorization servers.
+        authorization_timeout: seconds to wait for the person to approve.
+        max_auth_attempts: authorizations per request before giving up (step-up loops).
+        allow_insecure_http: allow plain-http authorization endpoints off loopback.
+        server_url: bind to this MCP server up front instead of the first request's URL.
+    """
+
+    def __init__(
+        self,
+        *,
+        client_name: str = "mcpsync",
+        redirect: str | Callable[[str], str] | RedirectHandler = "auto",
+        redirect_uri: str | None = None,
+        client_id: str | None = None,
+        client_secret: str | None = None,
+        issuer: str | None = None,
+        client_metadata_url: str | None = None,
+        scopes: Sequence[str] | str | None = None,
+        store: TokenStore | None = None,
+        offline_access: bool = True,
+        application_type: str | None = None,
+        client_metadata: dict[str, Any] | None = None,
+        token_endpoint_auth_method: str | None = None,
+        http_session: requests.Session | None = None,
+        timeout: float = 30.0,
+        authorization_timeout: float = 300.0,
+        max_auth_attempts: int = 3,
+        allow_insecure_http: bool = False,
+        server_url: str | None = None,
+    ) -> None:
+        if client_secret is not None and client_id is None:
+            raise ConfigError("client_secret given without client_id")
+        if max_auth_attempts < 1:
+            raise ConfigError("max_auth_attempts must be at least 1")
+        self.client_name = client_name
+        self._grant = "authorization_code"
+        self._redirect_spec = redirect
+        self._redirect_uri = redirect_uri
+        self._redirect: RedirectHandler | None = None
+        self._client_id = client_id
+        self._client_secret = client_secret
+        self._issuer = issuer
+        self._cimd_url = (
+            validate_client_metadata_url(client_metadata_url) if client_metadata_url else None
+        )
+        self._scopes = _scope_list(scopes)
+        self._store: TokenStore = store if store is not None else MemoryTokenStore()
+        self._offline_access = offline_access
+        self._application_type = application_type
+        self._client_metadata_extra = dict(client_metadata or {})
+        self._auth_method = token_endpoint_auth_method
+        self._private_key_pem: str | None = None
+        self._signing_algorithm = "ES256"
+        self._key_id: str | None = None
+        self._http = http_session or requests.Session()
+        self._own_http = http_session is None
+        self.timeout = timeout
+        self.authorization_timeout = authorization_timeout
+        self.max_auth_attempts = max_auth_attempts
+        self.allow_insecure_http = allow_insecure_http
+        self.refresh_skew = 60.0
+        self._lock = threading.RLock()
+        self._server_url = canonical_server_url(server_url) if server_url else None
+        self._token: TokenSet | None = None
+        self._loaded = False
+        self._requested_scopes: list[str] | None = None
+        self._asm: dict[str, AuthServerMetadata] = {}
+        self._bound_issuer: str | None = issuer
+        self._hopeless: set[frozenset[str]] = set()
+
+    # -- construction ----------------------------------------------------------------
+    @classmethod
+    def client_credentials(
+        cls,
+        client_id: str,
+        client_secret: str | None = None,
+        *,
+        private_key_pem: str | None = None,
+        signing_algorithm: str = "ES256",
+        key_id: str | None = None,
+        scopes: Sequence[str] | str | None = None,
+        issuer: str | None = None,
+        store: TokenStore | None = None,
+        token_endpoint_auth_method: str | None = None,
+        http_session: requests.Session | None = None,
+        timeout: float = 30.0,
+        allow_insecure_http: bool = False,
+        server_url: str | None = None,
+    ) -> OAuth:
+        """A client acting on its own behalf (``client_credentials`` grant).
+
+        Authenticate with ``client_secret`` (``client_secret_basic`` or ``_post``, as the
+        AS supports) or with ``private_key_pem`` (``private_key_jwt``: an RFC 7523
+        assertion signed with ``signing_algorithm``, e.g. ES256, RS256; needs PyJWT).
+
+        >>> auth = OAuth.client_credentials("svc", "s3cret")                     # doctest: +SKIP
+        >>> auth = OAuth.client_credentials("svc", private_key_pem=open("k.pem").read())  # doctest: +SKIP
+        """
+        if not client_secret and not private_key_pem:
+            raise ConfigError("client_credentials needs client_secret or private_key_pem")
+        self = cls(
+            client_id=client_id,
+            client_secret=client_secret,
+            issuer=issuer,
+            scopes=scopes,
+            store=store,
+            offline_access=False,
+            token_endpoint_auth_method=token_endpoint_auth_method,
+            http_session=http_session,
+            timeout=timeout,
+            allow_insecure_http=allow_insecure_http,
+            server_url=server_url,
+            redirect="headless",  # never used
+        )
+        self._grant = "client_credentials"
+        self._private_key_pem = private_key_pem
+        self._signing_algorithm = signing_algorithm
+        self._key_id = key_id
+        return self
+
+    def __repr__(self) -> str:
+        return (
+            f"OAuth(client_name={self.client_name!r}, grant={self._grant!r}, "
+            f"server={self._server_url!r}, authorized={self._token is not None})"
+        )
+
+    # -- read-only state -------------------------------------------------------------
+    @property
+    def server_url(self) -> str | None:
+        """The MCP server this object is bound to (None until the first request)."""
+        return self._server_url
+
+    @property
+    def authorized(self) -> bool:
+        """True when a token is held for the server."""
+        return self._token is not None
+
+    @property
+    def issuer(self) -> str | None:
+        """Issuer of the current token."""
+        return self._token.issuer if self._token else None
+
+    @property
+    def granted_scopes(self) -> list[str] | None:
+        """Scopes of the current token (as granted, else as requested)."""
+        if self._token is None:
+            return None
+        return self._token.scopes or self._token.requested_scopes
+
+    def logout(self) -> None:
+        """Forget the token for this server (in memory and in the store)."""
+        with self._lock:
+            self._drop_token()
+
+    def close(self) -> None:
+        """Close the HTTP session this object created (it stays usable)."""
+        if self._own_http:
+            self._http.close()
+
+    # -- requests.auth.AuthBase ---------------------------------------------------------
+    def __call__(self, r: requests.PreparedRequest) -> requests.PreparedRequest:
+        url = r.url or ""
+        with self._lock:
+            if self._server_url is None:
+                self._server_url = canonical_server_url(url)
+            if same_origin(url, self._server_url):
+                tok = self._usable_token()
+                if tok is not None:
+                    r.headers["Authorization"] = f"Bearer {tok.access_token}"
+        r.register_hook("response", self._on_response)
+        return r
+
+    # -- response hook ----------------------------------------------------------------
+    def _on_response(self, r: requests.Response, **kwargs: Any) -> requests.Response:
+        if r.status_code not in (401, 403) or self._server_url is None:
+            return r
+        if not same_origin(r.request.url or "", self._server_url):
+            return r
+        attempts = 0
+        full_auth_done = False
+        refresh_tried = False
+        for _ in range(2 * self.max_auth_attempts + 2):  # hard bound on re-sends
+            if r.status_code not in (401, 403):
+                return r
+            challenge = bearer_challenge(r.headers.get("WWW-Authenticate"))
+            step_up = challenge is not None and challenge.error == "insufficient_scope"
+            if r.status_code == 403 and not step_up:
+                return r
+            sent = r.request.headers.get("Authorization")
+            with self._lock:
+                current = self._auth_header()
+                if current is None or current == sent:
+                    key = frozenset(challenge.scopes or []) if challenge and step_up else None
+                    if key and key in self._hopeless:
+                        raise AuthError(
+                            f"{short(self._server_url)} still wants scope {' '.join(sorted(key))!r} "
+                            "after earlier authorizations; not trying again"
+                        )
+                    if r.status_code == 401 and full_auth_done:
+                        raise AuthError(
+                            f"{short(self._server_url)} rejected the token it had just authorized (HTTP 401)"
+                        )
+                    if attempts >= self.max_auth_attempts:
+                        if key:
+                            self._hopeless.add(key)
+                        raise AuthError(
+                            f"{short(self._server_url)} still answers HTTP {r.status_code}"
+                            f"{' insufficient_scope' if step_up else ''} after {attempts} "
+                            "authorization attempts; giving up"
+                        )
+                    attempts += 1
+                    how = self._obtain_token(
+                        challenge, step_up=step_up, allow_refresh=not refresh_tried
+                    )
+                    if how == "refresh":
+                        refresh_tried = True
+                        attempts -= 1  # a silent refresh is not an authorization attempt
+                    else:
+                        full_auth_done = True
+            if not _resendable(r.request):
+                log.warning("request body cannot be re-sent; returning the %s reply", r.status_code)
+                return r
+            r = self._resend(r, **kwargs)
+        return r
+
+    def _resend(self, r: requests.Response, **kwargs: Any) -> requests.Response:
+        r.content  # noqa: B018 - drain so the connection can be reused
+        r.close()
+        prep = r.request.copy()
+        if hasattr(prep.body, "read"):
+            rewind_body(prep)
+        if r.raw is not None and hasattr(prep, "_cookies"):
+            extract_cookies_to_jar(prep._cookies, r.request, r.raw)
+            prep.prepare_cookies(prep._cookies)
+        header = self._auth_header()
+        if header and self._server_url and same_origin(prep.url or "", self._server_url):
+            prep.headers["Authorization"] = header
+        else:
+            prep.headers.pop("Authorization", None)
+        new = r.connection.send(prep, **kwargs)
+        new.history.append(r)
+        new.request = prep
+        return new
+
+    # -- tokens -----------------------------------------------------------------------
+    def _auth_header(self) -> str | None:
+        return f"Bearer {self._token.access_token}" if self._token else None
+
+    def _token_key(self, issuer: str | None, resource: str | None) -> str:
+        return f"token {issuer} {resource}"
+
+    def _usable_token(self) -> TokenSet | None:
+        if self._token is None and not self._loaded:
+            self._loaded = True
+            self._load_from_store()
+        tok = self._token
+        if tok is None:
+            return None
+        if tok.expires_within(self.refresh_skew):
+            if tok.refresh_token:
+                try:
+                    self._refresh(tok)
+                    return self._token
+                except AuthError as exc:
+                    log.info("token refresh failed: %s", exc)
+                    self._drop_token()
+                    return None
+            if tok.expires_within(0):
+                self._drop_token()
+                return None
+        return tok
+
+    def _load_from_store(self) -> None:
+        idx = self._store.get(f"server {self._server_url}")
+        if not isinstance(idx, dict):
+            return
+        tok = TokenSet.from_store(
+            self._store.get(self._token_key(idx.get("issuer"), idx.get("resource")))
+        )
+        if tok is not None:
+            self._token = tok
+            self._requested_scopes = tok.requested_scopes
+            log.debug(
+                "using a stored token for %s from %s", short(self._server_url or ""), tok.issuer
+            )
+
+    def _set_token(self, tok: TokenSet) -> None:
+        self._token = tok
+        self._store.set(self._token_key(tok.issuer, tok.resource), tok.to_store())
+        self._store.set(
+            f"server {self._server_url}", {"issuer": tok.issuer, "resource": tok.resource}
+        )
+
+    def _drop_token(self) -> None:
+        tok, self._token = self._token, None
+        if tok is not None:
+            self._store.delete(self._token_key(tok.issuer, tok.resource))
+
+    def _refresh(self, tok: TokenSet) -> None:
+        asm = self._asm.get(tok.issuer or "")
+        if asm is None and tok.issuer:
+            try:
+                asm = discover_authorization_server(self._http, tok.issuer, timeout=self.timeout)
+            except AuthError:
+                asm = None
+        if asm is None:
+            if not tok.token_endpoint or not tok.issuer:
+                raise AuthError("cannot refresh: authorization server unknown")
+            asm = AuthServerMetadata(
+                issuer=tok.issuer, authorization_endpoint=None, token_endpoint=tok.token_endpoint
+            )
+        client = self._known_client(asm)
+        if client is None or client.client_id != tok.client_id:
+            raise AuthError("cannot refresh: the client that obtained the token is unknown")
+        self._set_token(
+            refresh_access_token(
+                self._http,
+                asm,
+                client,
+                tok,
+                timeout=self.timeout,
+                allow_insecure=self.allow_insecure_http,
+            )
+        )
+        log.info("refreshed the access token for %s", short(self._server_url or ""))
+
+    # -- the flow ---------------------------------------------------------------------
+    def _discover(
+        self, challenge: Challenge | None
+    ) -> tuple[ProtectedResourceMetadata | None, str, AuthServerMetadata]:
+        assert self._server_url is not None
+        prm = discover_protected_resource(
+            self._http, self._server_url, challenge, timeout=self.timeout
+        )
+        if prm is None:
+            log.info(
+                "%s publishes no protected resource metadata; using 2025-03-26 discovery",
+                self._server_url,
+            )
+            asm = legacy_authorization_server(self._http, self._server_url, timeout=self.timeout)
+            return None, self._server_url, asm
+        issuer = prm.authorization_servers[0]
+        if self._bound_issuer and self._bound_issuer in prm.authorization_servers:
+            issuer = self._bound_issuer
+        asm = discover_authorization_server(self._http, issuer, timeout=self.timeout)
+        if asm is None:
+            raise AuthError(
+                f"authorization server {issuer} publishes no metadata (RFC 8414 / OpenID discovery)"
+            )
+        return prm, prm.resource, asm
+
+    def _obtain_token(
+        self, challenge: Challenge | None, *, step_up: bool, allow_refresh: bool
+    ) -> str:
+        """Get a new token for the server; returns "refresh", "authorize" or "client_credentials"."""
+        prm, resource, asm = self._discover(challenge)
+        self._asm[asm.issuer] = asm
+        old = self._token
+        if old is not None and (old.issuer != asm.issuer or old.resource != resource):
+            log.info(
+                "authorization server for %s is now %s (was %s)",
+                short(self._server_url or ""),
+                asm.issuer,
+                old.issuer,
+            )
+            self._drop_token()
+            old = None
+        if allow_refresh and not step_up and old is not None and old.refresh_token:
+            try:
+                self._refresh(old)
+                return "refresh"
+            except AuthError as exc:
+                log.info("token refresh failed (%s); authorizing again", exc)
+        scopes_args = dict(
+            challenge=challenge.scopes if challenge else None,
+            configured=self._scopes,
+            prm_supported=prm.scopes_supported if prm else None,
+            previous=self._requested_scopes,
+        )
+        if self._grant == "client_credentials":
+            client = self._preregistered(asm)
+            assert client is not None
+            scopes = select_scopes(**scopes_args, asm=None, offline_access=False)
+            tok = client_credentials_grant(
+                self._http, asm, client, scopes=scopes, resource=resource,
+                timeout=self.timeout, allow_insecure=self.allow_insecure_http,
+            )  # fmt: skip
+            self._requested_scopes = scopes
+            self._set_token(tok)
+            log.info("obtained a client_credentials token from %s", asm.issuer)
+            return "client_credentials"
+        scopes = select_scopes(**scopes_args, asm=asm, offline_access=self._offline_access)
+        handler = self._redirect_handler()
+        try:
+            redirect_uri = handler.prepare()
+            client = self._client_for(asm, redirect_uri)
+            pending = build_authorization_request(
+                asm, client, redirect_uri=redirect_uri, scopes=scopes, resource=resource,
+                allow_insecure=self.allow_insecure_http,
+            )  # fmt: skip
+            log.info(
+                "authorizing %s at %s (scope %s)",
+                short(self._server_url or ""),
+                asm.issuer,
+                " ".join(scopes or []) or "-",
+            )
+            result = handler.complete(
+                pending.authorization_url, pending.state, self.authorization_timeout
+            )
+        finally:
+            handler.close()
+        code = parse_authorization_response(
+            result, pending, allow_bare_code=handler.allow_bare_code
+        )
+        tok = exchange_code(
+            self._http,
+            asm,
+            client,
+            code,
+            pending,
+            timeout=self.timeout,
+            allow_insecure=self.allow_insecure_http,
+        )
+        self._requested_scopes = scopes
+        self._set_token(tok)
+        log.info("authorized %s with %s", short(self._server_url or ""), asm.issuer)
+        return "authorize"
+
+    def _redirect_handler(self) -> RedirectHandler:
+        if self._redirect is None:
+            self._redirect = resolve_redirect(self._redirect_spec, self._redirect_uri)
+        return self._redirect
+
+    def _preregistered(self, asm: AuthServerMetadata) -> ClientInfo | None:
+        if self._client_id is None:
+            return None
+        if self._bound_issuer is not None and self._bound_issuer != asm.issuer:
+            raise AuthError(
+                f"the pre-registered client belongs to {self._bound_issuer}, but {short(self._server_url or '')} "
+                f"now uses {asm.issuer}; not presenting its credentials there"
+            )
+        self._bound_issuer = asm.issuer
+        return ClientInfo(
+            client_id=self._client_id,
+            client_secret=self._client_secret,
+            auth_method=self._auth_method,
+            issuer=asm.issuer,
+            source="pre-registered",
+            private_key_pem=self._private_key_pem,
+            signing_algorithm=self._signing_algorithm,
+            key_id=self._key_id,
+        )
+
+    def _known_client(self, asm: AuthServerMetadata) -> ClientInfo | None:
+        """The client usable at ``asm`` without registering (for refresh)."""
+        pre = self._preregistered(asm) if self._client_id else None
+        if pre is not None:
+            return pre
+        if self._cimd_url and asm.client_id_metadata_document_supported:
+            return ClientInfo(
+                client_id=self._cimd_url, auth_method="none", issuer=asm.issuer, source="cimd"
+            )
+        stored = ClientInfo.from_store(self._store.get(f"client {asm.issuer}") or {})
+        if stored is not None and stored.issuer == asm.issuer and not stored.expired:
+            return stored
+        if self._cimd_url:
+            return ClientInfo(
+                client_id=self._cimd_url, auth_method="none", issuer=asm.issuer, source="cimd"
+            )
+        return None
+
+    def _client_for(self, asm: AuthServerMetadata, redirect_uri: str) -> ClientInfo:
+        """Priority: pre-registered, Client ID Metadata Document, stored DCR, new DCR."""
+        pre = self._preregistered(asm)
+        if pre is not None:
+            return pre
+        if self._cimd_url and asm.client_id_metadata_document_supported:
+            return ClientInfo(
+                client_id=self._cimd_url, auth_method="none", issuer=asm.issuer, source="cimd"
+            )
+        key = f"client {asm.issuer}"
+        stored = ClientInfo.from_store(self._store.get(key) or {})
+        if (
+            stored is not None
+            and stored.issuer == asm.issuer
+            and not stored.expired
+            and redirect_uri_registered(redirect_uri, stored.redirect_uris)
+        ):
+            return stored
+        md = client_metadata(
+            asm,
+            client_name=self.client_name,
+            redirect_uri=redirect_uri,
+            application_type=self._application_type,
+            extra=self._client_metadata_extra,
+        )
+        info = register_client(
+            self._http, asm, md, timeout=self.timeout, allow_insecure=self.allow_insecure_http
+        )
+        self._store.set(key, info.to_store())
+        return info
+
+
+def _scope_list(scopes: Sequence[str] | str | None) -> list[str] | None:
+    if scopes is None:
+        return None
+    if isinstance(scopes, str):
+        scopes = scopes.split()
+    out = [s for s in scopes if s]
+    return out or None
+
+
+def _resendable(req: requests.PreparedRequest) -> bool:
+    body = req.body
+    if body is None or isinstance(body, (bytes, str)):
+        return True
+    return hasattr(body, "read") and getattr(req, "_body_position", None) is not None

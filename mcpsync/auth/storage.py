@@ -1,0 +1,169 @@
+"""Where tokens and client registrations live between requests and between runs.
+
+Owns: the token-store protocol (duck-typed: ``get(key)``, ``set(key, value)``,
+``delete(key)`` with str keys and JSON-able dict values) and two stores:
+
+- :class:`MemoryTokenStore` - the default; forgets everything at exit.
+- :class:`FileTokenStore` - one JSON file, created with mode 0600 in a 0700 directory,
+  rewritten atomically, guarded by a thread lock and (on POSIX) an advisory file lock so
+  several processes can share it.
+
+Keys used by :class:`mcpsync.auth.OAuth` (any store can rely on them being short strings):
+``token <issuer> <resource>`` (tokens are bound to the issuer *and* the resource),
+``client <issuer>`` (credentials are bound to the issuer that issued them), and
+``server <url>`` (which issuer/resource a server URL used last time).
+
+The values hold secrets (access/refresh tokens, client secrets): a store must keep them
+out of logs; ``repr`` of these stores never shows values.
+
+>>> store = FileTokenStore("~/.cache/mcpsync/tokens.json")   # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from ..errors import ConfigError
+
+try:  # POSIX advisory locks; absent on Windows
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = ["TokenStore", "MemoryTokenStore", "FileTokenStore"]
+
+
+@runtime_checkable
+class TokenStore(Protocol):
+    """What OAuth needs from a store. Values are JSON-able dicts."""
+
+    def get(self, key: str) -> dict[str, Any] | None: ...
+
+    def set(self, key: str, value: dict[str, Any]) -> None: ...
+
+    def delete(self, key: str) -> None: ...
+
+
+class MemoryTokenStore:
+    """Keeps entries in this process only (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._data: dict[str, dict[str, Any]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        with self._lock:
+            v = self._data.get(key)
+            return json.loads(json.dumps(v)) if v is not None else None
+
+    def set(self, key: str, value: dict[str, Any]) -> None:
+        with self._lock:
+            self._data[key] = json.loads(json.dumps(value))
+
+    def delete(self, key: str) -> None:
+        with self._lock:
+            self._data.pop(key, None)
+
+    def keys(self) -> list[str]:
+        with self._lock:
+            return list(self._data)
+
+    def __repr__(self) -> str:
+        return f"MemoryTokenStore({len(self._data)} entries)"
+
+
+class FileTokenStore:
+    """A JSON file readable only by its owner (0600), shared safely between processes.
+
+    >>> FileTokenStore("/tmp/t.json")   # doctest: +SKIP
+    FileTokenStore('/tmp/t.json')
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(os.path.expanduser(os.fspath(path))).absolute()
+        self._lock = threading.Lock()
+
+    # -- protocol ------------------------------------------------------------------
+    def get(self, key: str) -> dict[str, Any] | None:
+        with self._locked(shared=True):
+            return self._read().get(key)
+
+    def set(self, key: str, value: dict[str, Any]) -> None:
+        with self._locked(shared=False):
+            data = self._read()
+            data[key] = value
+            self._write(data)
+
+    def delete(self, key: str) -> None:
+        with self._locked(shared=False):
+            data = self._read()
+            if data.pop(key, None) is not None:
+                self._write(data)
+
+    def keys(self) -> list[str]:
+        with self._locked(shared=True):
+            return list(self._read())
+
+    def __repr__(self) -> str:
+        return f"FileTokenStore({str(self.path)!r})"
+
+    # -- internals -----------------------------------------------------------------
+    def _ensure_dir(self) -> None:
+        d = self.path.parent
+        if not d.exists():
+            d.mkdir(parents=True, mode=0o700, exist_ok=True)
+
+    @contextlib.contextmanager
+    def _locked(self, *, shared: bool) -> Iterator[None]:
+        with self._lock:
+            if fcntl is None:
+                yield
+                return
+            try:
+                self._ensure_dir()
+                fd = os.open(str(self.path) + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+            except OSError as exc:
+                raise ConfigError(f"token store {self.path}: cannot lock: {exc.strerror}") from None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+                yield
+            finally:
+                with contextlib.suppress(OSError):
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+                os.close(fd)
+
+    def _read(self) -> dict[str, Any]:
+        try:
+            with open(self.path, encoding="utf-8") as f:
+                data = json.load(f)
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError) as exc:
+            # never echo file content (it holds secrets)
+            raise ConfigError(
+                f"token store {self.path} is unreadable ({type(exc).__name__})"
+            ) from None
+        return data if isinstance(data, dict) else {}
+
+    def _write(self, data: dict[str, Any]) -> None:
+        self._ensure_dir()
+        fd, tmp = tempfile.mkstemp(prefix=".tokens-", dir=str(self.path.parent))
+        try:
+            os.chmod(tmp, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(data, f, indent=1, sort_keys=True)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.path)
+            os.chmod(self.path, 0o600)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise ConfigError(f"token store {self.path}: cannot write: {exc.strerror}") from None
