@@ -1,0 +1,956 @@
+"""The ``mcpsync`` command line: inspect, call and smoke-test MCP servers.
+
+Owns: argument parsing, target resolution (URL, command after ``--``, ``CONFIG:ENTRY`` or
+``--config FILE ENTRY``), terminal output (text or ``-o json``), progress and server
+log lines on stderr, Ctrl-C handling and exit codes. Everything else is the library.
+
+Exit codes:
+    0    success
+    1    the server or the tool failed (JSON-RPC error, ``isError`` result, timeout)
+    2    usage error (bad arguments, bad config entry)
+    3    could not connect (spawn, network, auth or handshake failed; ``smoke``: an entry failed)
+    130  interrupted (Ctrl-C): the call in flight was cancelled and the server closed
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from . import display
+from .config import ServerEntry, load_config
+from .errors import (
+    CapabilityError,
+    ConfigError,
+    MCPSyncError,
+    RequestTimeout,
+)
+
+__all__ = [
+    "main",
+    "build_parser",
+    "EXIT_OK",
+    "EXIT_ERROR",
+    "EXIT_USAGE",
+    "EXIT_CONNECT",
+    "EXIT_INTERRUPTED",
+]
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_CONNECT = 3
+EXIT_INTERRUPTED = 130
+
+PROG = "mcpsync"
+DEMO_ARGV = [sys.executable, "-m", "mcpsync.demo_server"]
+
+EPILOG = """\
+targets:
+  URL                       http(s)://... (Streamable HTTP, legacy SSE fallback)
+  -- COMMAND [ARG ...]      a stdio server, given last (never run through a shell)
+  CONFIG:ENTRY              an entry of an mcp.json / claude_desktop_config.json file
+  --config FILE ENTRY       the same, as an option
+  CONFIG                    a config file with exactly one entry
+
+examples:
+  mcpsync demo
+  mcpsync inspect -- npx -y @modelcontextprotocol/server-everything stdio
+  mcpsync call http://127.0.0.1:8000/mcp add a=1 b=2
+  mcpsync call echo message=hi -- python -m mcpsync.demo_server
+  mcpsync tools ~/.cursor/mcp.json:github
+  mcpsync smoke .vscode/mcp.json --input api-key=... --call ping
+
+exit codes: 0 ok, 1 server/tool error, 2 usage, 3 connect failure, 130 interrupted
+"""
+
+
+class UsageError(Exception):
+    """Bad command line or config entry: exit 2."""
+
+
+class ConnectFailed(Exception):
+    """Bring-up failed: exit 3."""
+
+    def __init__(self, label: str, error: BaseException) -> None:
+        self.label = label
+        self.error = error
+        super().__init__(f"cannot connect to {label}: {error}")
+
+
+# --------------------------------------------------------------------------- parser
+
+
+def _common() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(add_help=False)
+    g = p.add_argument_group("connection")
+    g.add_argument(
+        "--config", metavar="FILE", help="read the target from this config file (then give ENTRY)"
+    )
+    g.add_argument(
+        "--transport", choices=["auto", "stdio", "streamable-http", "sse"], help="force a transport"
+    )
+    g.add_argument(
+        "-H",
+        "--header",
+        action="append",
+        default=[],
+        metavar="'NAME: VALUE'",
+        help="extra HTTP header (repeatable)",
+    )
+    g.add_argument(
+        "-e",
+        "--env",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra environment for a stdio server (repeatable)",
+    )
+    g.add_argument("--cwd", metavar="DIR", help="working directory for a stdio server")
+    g.add_argument(
+        "--input",
+        action="append",
+        default=[],
+        metavar="ID=VALUE",
+        help="value for a VS Code ${input:ID} (repeatable)",
+    )
+    g.add_argument(
+        "--timeout",
+        type=float,
+        metavar="SECONDS",
+        help="per-request timeout (default 60; 0 = none)",
+    )
+    g.add_argument(
+        "--connect-timeout", type=float, metavar="SECONDS", help="bound on bring-up (default 30)"
+    )
+    o = p.add_argument_group("output")
+    o.add_argument(
+        "-o",
+        "--output",
+        choices=["text", "json"],
+        default="text",
+        help="output format (default text)",
+    )
+    o.add_argument(
+        "--log-level",
+        metavar="LEVEL",
+        help="ask the server for log messages at LEVEL (debug, info, ...)",
+    )
+    o.add_argument(
+        "-q", "--quiet", action="store_true", help="no progress or server log lines on stderr"
+    )
+    o.add_argument("-v", "--verbose", action="store_true", help="mcpsync's own debug log on stderr")
+    return p
+
+
+def _json_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", dest="json_output", action="store_true", help="same as -o json")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The top-level parser (help and usage); each subcommand has its own parser below."""
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Inspect, call and smoke-test Model Context Protocol servers (synchronous client).",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    from . import __version__
+
+    parser.add_argument("--version", action="version", version=f"mcpsync {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, help_text in _COMMANDS.items():
+        sub.add_parser(name, help=help_text, add_help=False)
+    return parser
+
+
+_COMMANDS = {
+    "demo": "run the bundled demo server: inspect it and call `echo`",
+    "inspect": "transport, auth, version, server info, capabilities, timings, tools/resources/prompts",
+    "tools": "list tools",
+    "resources": "list resources and resource templates",
+    "prompts": "list prompts",
+    "call": "call a tool: TARGET TOOL [k=v ...] [--json '{...}']",
+    "read": "read a resource: TARGET URI",
+    "prompt": "get a prompt: TARGET NAME [k=v ...]",
+    "smoke": "bring up every entry of a config in parallel and report",
+}
+
+_USAGE = {
+    "demo": "%(prog)s [options]",
+    "inspect": "%(prog)s TARGET [options]",
+    "tools": "%(prog)s TARGET [options]",
+    "resources": "%(prog)s TARGET [options]",
+    "prompts": "%(prog)s TARGET [options]",
+    "call": "%(prog)s TARGET TOOL [KEY=VALUE ...] [--json '{...}'] [options]",
+    "read": "%(prog)s TARGET URI [--out FILE] [options]",
+    "prompt": "%(prog)s TARGET NAME [KEY=VALUE ...] [options]",
+    "smoke": "%(prog)s CONFIG [--call TOOL [--args '{...}']] [--json] [options]",
+}
+
+
+def _sub_parser(command: str) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=f"{PROG} {command}",
+        usage=_USAGE[command],
+        description=_COMMANDS[command],
+        parents=[_common()],
+        epilog=EPILOG if command != "smoke" else None,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("words", nargs="*", help=argparse.SUPPRESS)
+    if command == "call":
+        p.add_argument(
+            "--json",
+            dest="json_args",
+            metavar="'{...}'",
+            help="tool arguments as one JSON object (k=v pairs are merged over it)",
+        )
+        p.add_argument(
+            "--no-progress", action="store_true", help="do not ask the server for progress"
+        )
+    elif command == "read":
+        p.add_argument(
+            "--out", metavar="FILE", help="write the (first) contents to FILE instead of stdout"
+        )
+        _json_flag(p)
+    elif command == "smoke":
+        p.add_argument(
+            "--call", metavar="TOOL", help="also call TOOL on every server that offers it"
+        )
+        p.add_argument(
+            "--args", dest="call_args", metavar="'{...}'", help="JSON arguments for --call"
+        )
+        p.add_argument("--ask", action="store_true", help="ask before starting each server")
+        p.add_argument(
+            "--parallel",
+            type=int,
+            default=8,
+            metavar="N",
+            help="bring up at most N at a time (default 8)",
+        )
+        _json_flag(p)
+    else:
+        _json_flag(p)
+    return p
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _parse_pairs(items: Sequence[str], *, what: str, parse_json: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"expected {what} as KEY=VALUE, got {item!r}")
+        if parse_json:
+            try:
+                out[key] = json.loads(value)
+            except ValueError:
+                out[key] = value
+        else:
+            out[key] = value
+    return out
+
+
+def _parse_headers(items: Sequence[str]) -> dict[str, str]:
+    out = {}
+    for item in items:
+        name, sep, value = item.partition(":")
+        if not sep or not name.strip():
+            raise UsageError(f"expected a header as 'Name: value', got {item.split(':')[0]!r}...")
+        out[name.strip()] = value.strip()
+    return out
+
+
+def _json_object(text: str | None, what: str) -> dict[str, Any]:
+    if text is None:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise UsageError(f"{what} is not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise UsageError(f"{what} must be a JSON object, got {type(value).__name__}")
+    return value
+
+
+def _is_url(text: str) -> bool:
+    return text.startswith(("http://", "https://"))
+
+
+def _split_config_target(text: str) -> tuple[str, str] | None:
+    """``path/to/mcp.json:entry`` -> (path, entry) when the path part is a file."""
+    path, sep, entry = text.rpartition(":")
+    if sep and path and entry and os.path.isfile(os.path.expanduser(path)):
+        return path, entry
+    return None
+
+
+def _entry_from_config(path: str, name: str | None, ns: argparse.Namespace) -> ServerEntry:
+    inputs = _parse_pairs(ns.input, what="--input", parse_json=False)
+    config = load_config(path, inputs=inputs)
+    if name is None:
+        names = config.names()
+        if len(names) != 1:
+            listed = ", ".join(names) or "none"
+            raise UsageError(f"{path} has {len(names)} servers ({listed}); say which: {path}:NAME")
+        name = names[0]
+    return config[name]  # raises the entry's ConfigError when it did not load
+
+
+class Target:
+    """What to connect to, and how to name it in messages."""
+
+    def __init__(self, kwargs: dict[str, Any], label: str) -> None:
+        self.kwargs = kwargs
+        self.label = label
+
+
+def resolve_target(
+    ns: argparse.Namespace, command_argv: list[str] | None, needed: int
+) -> tuple[Target, list[str]]:
+    """Pick the target out of the positional words; return it and the remaining words."""
+    words = list(ns.words)
+    if command_argv is not None:
+        if not command_argv:
+            raise UsageError("nothing after --; give the server command")
+        kwargs: dict[str, Any] = {"target": list(command_argv), "transport": "stdio"}
+        label = " ".join(command_argv)
+    elif ns.config:
+        if not words:
+            raise UsageError(f"--config {ns.config} needs the ENTRY name")
+        entry = _entry_from_config(ns.config, words.pop(0), ns)
+        kwargs, label = entry.connect_kwargs(), f"{entry.name} ({entry.describe()})"
+    else:
+        if not words:
+            raise UsageError(
+                "missing TARGET: a URL, CONFIG:ENTRY, --config FILE ENTRY, or -- COMMAND ..."
+            )
+        first = words.pop(0)
+        if _is_url(first):
+            kwargs, label = {"target": first}, first
+        elif (split := _split_config_target(first)) is not None:
+            entry = _entry_from_config(split[0], split[1], ns)
+            kwargs, label = entry.connect_kwargs(), f"{entry.name} ({entry.describe()})"
+        elif os.path.isfile(os.path.expanduser(first)):
+            entry = _entry_from_config(first, None, ns)
+            kwargs, label = entry.connect_kwargs(), f"{entry.name} ({entry.describe()})"
+        else:
+            raise UsageError(
+                f"cannot tell what {first!r} is: expected a URL (http://...), CONFIG:ENTRY, "
+                "--config FILE ENTRY, or a server command after -- (e.g. -- python -m server)"
+            )
+    if len(words) < needed:
+        raise UsageError("missing argument(s); see --help")
+    # command-line options win over the config entry
+    if ns.transport:
+        kwargs["transport"] = ns.transport
+    if ns.env:
+        kwargs["env"] = {
+            **kwargs.get("env", {}),
+            **_parse_pairs(ns.env, what="--env", parse_json=False),
+        }
+    if ns.cwd:
+        kwargs["cwd"] = ns.cwd
+    if ns.header:
+        kwargs["headers"] = {**kwargs.get("headers", {}), **_parse_headers(ns.header)}
+    _apply_timeouts(kwargs, ns)
+    return Target(kwargs, label), words
+
+
+def _apply_timeouts(kwargs: dict[str, Any], ns: argparse.Namespace) -> None:
+    if ns.timeout is not None:
+        kwargs["timeout"] = None if ns.timeout <= 0 else ns.timeout
+    if ns.connect_timeout is not None:
+        kwargs["connect_timeout"] = ns.connect_timeout
+
+
+class _Out:
+    """Where output goes; knows the format and whether stderr chatter is wanted."""
+
+    def __init__(self, ns: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> None:
+        self.json = ns.output == "json" or bool(getattr(ns, "json_output", False))
+        self.quiet = ns.quiet
+        self.stdout = stdout
+        self.stderr = stderr
+
+    def print(self, text: str = "") -> None:
+        self.stdout.write(text + "\n")
+
+    def emit_json(self, value: Any) -> None:
+        self.stdout.write(json.dumps(value, indent=2, ensure_ascii=False, default=str) + "\n")
+
+    def note(self, text: str) -> None:
+        if not self.quiet:
+            self.stderr.write(text + "\n")
+            self.stderr.flush()
+
+    def on_log(self, name: str) -> Callable[[Any], None]:
+        def log_line(params: Any) -> None:
+            data = params.data
+            text = (
+                data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, default=str)
+            )
+            logger = f"/{params.logger}" if params.logger else ""
+            self.note(f"[{name}{logger}] {params.level}: {text}")
+
+        return log_line
+
+
+def _dump(model: Any) -> Any:
+    if hasattr(model, "model_dump"):
+        return model.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return model
+
+
+def _connect(target: Target, out: _Out, ns: argparse.Namespace) -> Any:
+    from .session import Session
+
+    kwargs = dict(target.kwargs)
+    name = kwargs.get("name") or (
+        os.path.basename(kwargs["target"][0]) if isinstance(kwargs["target"], list) else None
+    )
+    kwargs["on_log"] = out.on_log(name or "server")
+    try:
+        session = Session.connect(**kwargs)
+    except KeyboardInterrupt:
+        raise
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    except Exception as exc:  # everything else during bring-up is a connect failure
+        raise ConnectFailed(target.label, exc) from None
+    if ns.log_level:
+        try:
+            session.set_logging_level(ns.log_level)
+        except CapabilityError:
+            out.note(
+                f"mcpsync: note: the server does not offer logging; --log-level {ns.log_level} ignored"
+            )
+        except BaseException:
+            session.close()
+            raise
+    return session
+
+
+# --------------------------------------------------------------------------- reports
+
+
+def _capabilities_summary(caps: dict[str, Any]) -> list[str]:
+    lines = []
+    for key, value in caps.items():
+        if value is None:
+            continue
+        flags = [k for k, v in value.items() if v is True] if isinstance(value, dict) else []
+        lines.append(key + (f" ({', '.join(flags)})" if flags else ""))
+    return lines
+
+
+_LIST_METHODS = {
+    "list_tools": "tools/list",
+    "list_resources": "resources/list",
+    "list_resource_templates": "resources/templates/list",
+    "list_prompts": "prompts/list",
+}
+
+
+def _timed_list(
+    session: Any, method: str, timings: dict[str, float]
+) -> tuple[list[Any] | None, str | None]:
+    t0 = time.perf_counter()
+    try:
+        items = getattr(session, method)()
+    except CapabilityError:
+        return None, None
+    except MCPSyncError as exc:
+        return None, str(exc)
+    finally:
+        timings[_LIST_METHODS[method]] = time.perf_counter() - t0
+    return items, None
+
+
+def _auth_label(session: Any, kwargs: dict[str, Any]) -> str:
+    if isinstance(kwargs.get("target"), list):
+        return "none (stdio)"
+    if kwargs.get("auth") is not None or "auth" in session.phases:
+        return "oauth"
+    if any(k.lower() == "authorization" for k in kwargs.get("headers", {})):
+        return "Authorization header"
+    return "none"
+
+
+def inspect_report(session: Any, target: Target) -> dict[str, Any]:
+    """Everything ``inspect`` shows, as JSON-ready data."""
+    timings: dict[str, float] = {}
+    tools, tools_err = _timed_list(session, "list_tools", timings)
+    resources, res_err = _timed_list(session, "list_resources", timings)
+    templates, tpl_err = _timed_list(session, "list_resource_templates", timings)
+    prompts, prompts_err = _timed_list(session, "list_prompts", timings)
+    errors = {
+        k: v
+        for k, v in (
+            ("tools", tools_err),
+            ("resources", res_err),
+            ("resource_templates", tpl_err),
+            ("prompts", prompts_err),
+        )
+        if v
+    }
+    return {
+        "target": target.label,
+        "transport": session.transport.kind,
+        "transport_detail": session.transport.describe(),
+        "auth": _auth_label(session, target.kwargs),
+        "protocol_version": session.protocol_version,
+        "server_info": _dump(session.server_info),
+        "capabilities": _dump(session.server_capabilities),
+        "instructions": session.instructions,
+        "phases": dict(session.phases),
+        "listing": timings,
+        "tools": None if tools is None else [_dump(t) for t in tools],
+        "resources": None if resources is None else [_dump(r) for r in resources],
+        "resource_templates": None if templates is None else [_dump(t) for t in templates],
+        "prompts": None if prompts is None else [_dump(p) for p in prompts],
+        "errors": errors,
+    }
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms"
+
+
+def print_inspect(report: dict[str, Any], out: _Out) -> None:
+    info = report["server_info"]
+    name = info.get("name", "?") + (f" {info['version']}" if info.get("version") else "")
+    if info.get("title"):
+        name += f" ({info['title']})"
+    lines = [
+        f"server        {name}",
+        f"transport     {report['transport_detail']}",
+        f"auth          {report['auth']}",
+        f"protocol      {report['protocol_version']}",
+        "capabilities  " + (", ".join(_capabilities_summary(report["capabilities"])) or "none"),
+    ]
+    if report["instructions"]:
+        instructions = report["instructions"].strip().splitlines()
+        lines.append("instructions  " + instructions[0])
+        lines += ["              " + line for line in instructions[1:]]
+    phases = ", ".join(f"{k} {_ms(v)}" for k, v in report["phases"].items())
+    listing = ", ".join(f"{k} {_ms(v)}" for k, v in report["listing"].items())
+    lines.append(f"time          {phases}")
+    lines.append(f"              {listing}")
+    out.print("\n".join(lines))
+    sections = [
+        ("tools", display.tool_rows, "tools"),
+        ("resources", display.resource_rows, "resources"),
+        ("resource templates", display.template_rows, "resource_templates"),
+        ("prompts", display.prompt_rows, "prompts"),
+    ]
+    for title, rows_of, key in sections:
+        items = report[key]
+        out.print()
+        if key in report["errors"]:
+            out.print(f"{title}: error: {report['errors'][key]}")
+        elif items is None:
+            out.print(f"{title}: not offered")
+        else:
+            out.print(f"{title} ({len(items)})")
+            if items:
+                out.print(_indent(display.format_table(rows_of(items))))
+
+
+def _indent(text: str, by: str = "  ") -> str:
+    return "\n".join(by + line for line in text.splitlines())
+
+
+# --------------------------------------------------------------------------- commands
+
+
+def _call_tool(
+    session: Any, tool: str, arguments: dict[str, Any], out: _Out, ns: argparse.Namespace
+) -> int:
+    bar = (
+        None
+        if (out.quiet or getattr(ns, "no_progress", False))
+        else display.TextProgress(tool, out.stderr)
+    )
+    kwargs: dict[str, Any] = {}
+    if ns.timeout is not None:
+        kwargs["timeout"] = None if ns.timeout <= 0 else ns.timeout
+    try:
+        result = session.call_tool(tool, arguments or None, on_progress=bar, **kwargs)
+    finally:
+        if bar is not None:
+            bar.finish()
+    if out.json:
+        out.emit_json(_dump(result))
+    else:
+        text = display.result_text(result)
+        if text:
+            out.print(text)
+    if result.is_error:
+        out.stderr.write(f"mcpsync: tool {tool!r} reported an error\n")
+        return EXIT_ERROR
+    return EXIT_OK
+
+
+def cmd_inspect(
+    session: Any, target: Target, words: list[str], out: _Out, ns: argparse.Namespace
+) -> int:
+    report = inspect_report(session, target)
+    if out.json:
+        out.emit_json(report)
+    else:
+        print_inspect(report, out)
+    return EXIT_ERROR if report["errors"] else EXIT_OK
+
+
+def _listing(method: str, rows_of: Callable[[Any], list[dict[str, str]]]) -> Callable[..., int]:
+    def run(
+        session: Any, target: Target, words: list[str], out: _Out, ns: argparse.Namespace
+    ) -> int:
+        items = getattr(session, method)()
+        if out.json:
+            out.emit_json([_dump(i) for i in items])
+        else:
+            out.print(display.format_table(rows_of(items)))
+        return EXIT_OK
+
+    return run
+
+
+def cmd_resources(
+    session: Any, target: Target, words: list[str], out: _Out, ns: argparse.Namespace
+) -> int:
+    resources = session.list_resources()
+    try:
+        templates = session.list_resource_templates()
+    except MCPSyncError:
+        templates = []
+    if out.json:
+        out.emit_json(
+            {
+                "resources": [_dump(r) for r in resources],
+                "resource_templates": [_dump(t) for t in templates],
+            }
+        )
+    else:
+        out.print(display.format_table(display.resource_rows(resources)))
+        if templates:
+            out.print()
+            out.print(display.format_table(display.template_rows(templates)))
+    return EXIT_OK
+
+
+def cmd_call(
+    session: Any, target: Target, words: list[str], out: _Out, ns: argparse.Namespace
+) -> int:
+    tool, pairs = words[0], words[1:]
+    arguments = _json_object(ns.json_args, "--json")
+    arguments.update(_parse_pairs(pairs, what="tool arguments", parse_json=True))
+    return _call_tool(session, tool, arguments, out, ns)
+
+
+def cmd_read(
+    session: Any, target: Target, words: list[str], out: _Out, ns: argparse.Namespace
+) -> int:
+    if len(words) != 1:
+        raise UsageError("read takes exactly one URI")
+    result = session.read_resource(words[0])
+    if ns.out:
+        import base64
+
+        contents = result.contents[0] if result.contents else None
+        text = getattr(contents, "text", None)
+        data = (
+            text.encode()
+            if text is not None
+            else base64.b64decode(getattr(contents, "blob", "") or "")
+        )
+        Path(ns.out).write_bytes(data)
+        out.note(f"mcpsync: wrote {len(data)} bytes to {ns.out}")
+    elif out.json:
+        out.emit_json(_dump(result))
+    else:
+        out.print(display.result_text(result))
+    return EXIT_OK
+
+
+def cmd_prompt(
+    session: Any, target: Target, words: list[str], out: _Out, ns: argparse.Namespace
+) -> int:
+    name, pairs = words[0], words[1:]
+    result = session.get_prompt(
+        name, _parse_pairs(pairs, what="prompt arguments", parse_json=False) or None
+    )
+    if out.json:
+        out.emit_json(_dump(result))
+    else:
+        out.print(display.result_text(result))
+    return EXIT_OK
+
+
+_SESSION_COMMANDS: dict[str, tuple[int, Callable[..., int]]] = {
+    "inspect": (0, cmd_inspect),
+    "tools": (0, _listing("list_tools", display.tool_rows)),
+    "resources": (0, cmd_resources),
+    "prompts": (0, _listing("list_prompts", display.prompt_rows)),
+    "call": (1, cmd_call),
+    "read": (1, cmd_read),
+    "prompt": (1, cmd_prompt),
+}
+
+
+def run_demo(ns: argparse.Namespace, out: _Out) -> int:
+    target = Target({"target": list(DEMO_ARGV), "name": "demo"}, "python -m mcpsync.demo_server")
+    _apply_timeouts(target.kwargs, ns)
+    session = _connect(target, out, ns)
+    with session:
+        report = inspect_report(session, target)
+        result = session.call_tool("echo", {"message": "hello from mcpsync"})
+        if out.json:
+            out.emit_json({"inspect": report, "call": {"tool": "echo", "result": _dump(result)}})
+        else:
+            print_inspect(report, out)
+            out.print()
+            out.print("call echo message='hello from mcpsync'")
+            out.print(_indent(display.result_text(result)))
+    return EXIT_ERROR if result.is_error or report["errors"] else EXIT_OK
+
+
+def run_smoke(ns: argparse.Namespace, out: _Out) -> int:
+    from .host import Host, ask_on_terminal
+    from .session import Session
+
+    if len(ns.words) != 1:
+        raise UsageError("smoke takes exactly one CONFIG file")
+    path = ns.words[0]
+    inputs = _parse_pairs(ns.input, what="--input", parse_json=False)
+    config = load_config(path, inputs=inputs)
+    overrides: dict[str, Any] = {}
+    _apply_timeouts(overrides, ns)
+
+    def connect(**kwargs: Any) -> Any:
+        kwargs.setdefault("on_log", out.on_log(kwargs.get("name") or "server"))
+        return Session.connect(**kwargs)
+
+    call_args = _json_object(ns.call_args, "--args")
+    t0 = time.perf_counter()
+    host = Host(
+        config,
+        connect=connect,
+        consent=ask_on_terminal if ns.ask else None,
+        max_parallel=max(1, ns.parallel),
+        session_kwargs=overrides,
+    )
+    try:
+        host.connect_all()
+        bring_up = time.perf_counter() - t0
+        statuses = host.status()
+        calls: dict[str, dict[str, Any]] = {}
+        if ns.call:
+            for st in statuses:
+                if st.state != "ready":
+                    continue
+                session = host.session(st.name)
+                try:
+                    names = {t.name for t in session.list_tools()}
+                except MCPSyncError:
+                    names = set()
+                if ns.call not in names:
+                    continue
+                c0 = time.perf_counter()
+                try:
+                    result = session.call_tool(ns.call, call_args or None)
+                    calls[st.name] = {
+                        "ok": not result.is_error,
+                        "seconds": time.perf_counter() - c0,
+                        "error": display.result_text(result)[:200] if result.is_error else None,
+                    }
+                except MCPSyncError as exc:
+                    calls[st.name] = {
+                        "ok": False,
+                        "seconds": time.perf_counter() - c0,
+                        "error": str(exc),
+                    }
+        tool_names: dict[str, list[str]] = {}
+        for st in statuses:
+            if st.state == "ready" and st.error is None:
+                tool_names[st.name] = [t.name for t in host.session(st.name).list_tools()]
+    finally:
+        host.close()
+
+    failed = [
+        st for st in statuses if st.state not in ("ready", "disabled") or st.error is not None
+    ]
+    call_failed = [n for n, c in calls.items() if not c["ok"]]
+    no_tool = bool(ns.call) and not calls
+    if out.json:
+        servers = []
+        for st in statuses:
+            servers.append(
+                {
+                    "name": st.name,
+                    "state": st.state,
+                    "ok": st not in failed,
+                    "transport": st.transport,
+                    "target": st.target,
+                    "protocol_version": st.protocol_version,
+                    "server_info": _dump(st.server_info),
+                    "tools": tool_names.get(st.name),
+                    "seconds": st.seconds,
+                    "error": None if st.error is None else f"{type(st.error).__name__}: {st.error}",
+                    "call": calls.get(st.name),
+                }
+            )
+        out.emit_json(
+            {
+                "config": path,
+                "ok": not failed and not call_failed and not no_tool,
+                "seconds": bring_up,
+                "servers": servers,
+            }
+        )
+    else:
+        rows = display.status_rows(statuses)
+        for row, st in zip(rows, statuses, strict=True):
+            row["error"] = display._error_line(st.error, 70)
+            if ns.call:
+                c = calls.get(st.name)
+                row["call"] = (
+                    "-" if c is None else ("ok " if c["ok"] else "FAIL ") + _ms(c["seconds"])
+                )
+                if c and c["error"] and not row["error"]:
+                    row["error"] = display._first_line(c["error"], 70)
+        columns = (
+            ["server", "state", "transport", "version", "tools", "time"]
+            + (["call"] if ns.call else [])
+            + ["error"]
+        )
+        out.print(display.format_table(rows, columns, max_width=72))
+        disabled = sum(1 for st in statuses if st.state == "disabled")
+        enabled = len(statuses) - disabled
+        summary = f"\n{enabled - len(failed)}/{enabled} servers up in {_ms(bring_up)}"
+        if disabled:
+            summary += f" ({disabled} disabled)"
+        if ns.call:
+            summary += f"; {ns.call}: {len(calls) - len(call_failed)}/{len(calls)} calls ok"
+        out.print(summary)
+        if no_tool:
+            out.print(f"no server offers a tool named {ns.call!r}")
+    if failed:
+        return EXIT_CONNECT
+    if call_failed or no_tool:
+        return EXIT_ERROR
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------- main
+
+
+def _setup_logging(verbose: bool, stderr: IO[str]) -> None:
+    logger = logging.getLogger("mcpsync")
+    if any(getattr(h, "_mcpsync_cli", False) for h in logger.handlers):
+        return
+    handler = logging.StreamHandler(stderr)
+    handler._mcpsync_cli = True  # type: ignore[attr-defined]
+    handler.setFormatter(logging.Formatter("mcpsync: %(levelname)s: %(message)s"))
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG if verbose else logging.WARNING)
+    logger.propagate = False
+
+
+def main(
+    argv: Sequence[str] | None = None,
+    *,
+    stdout: IO[str] | None = None,
+    stderr: IO[str] | None = None,
+) -> int:
+    """Run the command line; returns the exit code (see the module docstring)."""
+    stdout = stdout or sys.stdout
+    stderr = stderr or sys.stderr
+    args = list(sys.argv[1:] if argv is None else argv)
+    command_argv: list[str] | None = None
+    if "--" in args:
+        i = args.index("--")
+        args, command_argv = args[:i], args[i + 1 :]
+
+    top = build_parser()
+    command = next((a for a in args if not a.startswith("-")), None)
+    if command is None or command not in _COMMANDS:
+        if command is None and not args:
+            top.print_help(stdout)
+            return EXIT_USAGE
+        if command is None:
+            try:
+                top.parse_args(args)  # --help / --version exit here
+            except SystemExit as exc:
+                return int(exc.code or 0)
+        stderr.write(
+            f"{PROG}: error: unknown command {command!r}; expected one of: {', '.join(_COMMANDS)}\n"
+        )
+        return EXIT_USAGE
+    index = args.index(command)
+    if any(a not in ("-v", "--verbose", "-q", "--quiet") for a in args[:index]):
+        stderr.write(f"{PROG}: error: put options after the command: {PROG} {command} ...\n")
+        return EXIT_USAGE
+    rest = args[:index] + args[index + 1 :]
+    parser = _sub_parser(command)
+    try:
+        ns = parser.parse_intermixed_args(rest)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+
+    _setup_logging(ns.verbose, stderr)
+    out = _Out(ns, stdout, stderr)
+    try:
+        if command == "demo":
+            if ns.words or command_argv is not None:
+                raise UsageError("demo takes no target")
+            return run_demo(ns, out)
+        if command == "smoke":
+            if command_argv is not None:
+                raise UsageError("smoke takes a CONFIG file, not a command")
+            return run_smoke(ns, out)
+        needed, handler = _SESSION_COMMANDS[command]
+        target, words = resolve_target(ns, command_argv, needed)
+        session = _connect(target, out, ns)
+        with session:
+            return handler(session, target, words, out, ns)
+    except KeyboardInterrupt:
+        stderr.write(f"\n{PROG}: interrupted\n")
+        return EXIT_INTERRUPTED
+    except UsageError as exc:
+        stderr.write(f"{PROG} {command}: error: {exc}\n")
+        return EXIT_USAGE
+    except ConfigError as exc:
+        stderr.write(f"{PROG} {command}: error: {exc}\n")
+        return EXIT_USAGE
+    except ConnectFailed as exc:
+        stderr.write(f"{PROG} {command}: error: {exc}\n")
+        return EXIT_CONNECT
+    except RequestTimeout as exc:
+        stderr.write(f"{PROG} {command}: error: timed out: {exc}\n")
+        return EXIT_ERROR
+    except MCPSyncError as exc:
+        stderr.write(f"{PROG} {command}: error: {type(exc).__name__}: {exc}\n")
+        return EXIT_ERROR
+    except BrokenPipeError:
+        # stdout went away (| head): not an error of ours
+        try:
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the flush at exit
+        except OSError:
+            pass
+        return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,380 @@
+"""The mcpsync command line, run as a subprocess against real servers."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from mcpsync.cli import main
+
+NODE_BIN = Path(__file__).parent / "node" / "node_modules" / ".bin"
+DEMO = [sys.executable, "-m", "mcpsync.demo_server"]
+TIMEOUT = 30
+
+
+def run(*args: str, timeout: float = TIMEOUT) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "mcpsync", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def run_demo(*args: str) -> subprocess.CompletedProcess[str]:
+    return run(*args, "--", *DEMO)
+
+
+def everything() -> str:
+    path = shutil.which("mcp-server-everything", path=str(NODE_BIN))
+    assert path, "npm peers not installed (tests/node)"
+    return path
+
+
+# ----------------------------------------------------------------- demo / inspect
+
+
+def test_demo_text():
+    p = run("demo")
+    assert p.returncode == 0, p.stderr
+    out = p.stdout
+    assert "server        mcpsync-demo 0.1.0" in out
+    assert "transport     stdio:" in out and "protocol      2025-11-25" in out
+    assert "auth          none (stdio)" in out
+    assert "tools (11)" in out and "prompts (1)" in out and "resource templates (1)" in out
+    assert "initialize" in out and "tools/list" in out
+    assert out.rstrip().endswith("hello from mcpsync")
+
+
+def test_demo_json():
+    p = run("demo", "-o", "json")
+    assert p.returncode == 0, p.stderr
+    data = json.loads(p.stdout)
+    report = data["inspect"]
+    assert report["protocol_version"] == "2025-11-25"
+    assert report["server_info"]["name"] == "mcpsync-demo"
+    assert report["capabilities"]["tools"] == {"listChanged": True}
+    assert set(report["phases"]) >= {"transport", "initialize", "total"}
+    assert "echo" in [t["name"] for t in report["tools"]]
+    assert data["call"]["result"]["content"][0]["text"] == "hello from mcpsync"
+
+
+@pytest.mark.real
+def test_inspect_server_everything_json():
+    p = run("inspect", "--json", "--", everything(), "stdio")
+    assert p.returncode == 0, p.stderr
+    report = json.loads(p.stdout)
+    assert report["transport"] == "stdio"
+    assert report["server_info"]["name"]
+    assert len(report["tools"]) > 5 and report["resources"] and report["prompts"]
+
+
+# ----------------------------------------------------------------- listings
+
+
+def test_tools_resources_prompts_json():
+    tools = json.loads(run_demo("tools", "--json").stdout)
+    assert {"echo", "add", "long_running"} <= {t["name"] for t in tools}
+    res = json.loads(run_demo("resources", "--json").stdout)
+    assert "demo://readme" in [r["uri"] for r in res["resources"]]
+    assert res["resource_templates"][0]["uriTemplate"] == "demo://item/{id}"
+    prompts = json.loads(run_demo("prompts", "--json").stdout)
+    assert prompts[0]["name"] == "greet"
+
+
+def test_tools_text_table():
+    p = run_demo("tools")
+    assert p.returncode == 0
+    lines = p.stdout.splitlines()
+    assert lines[0].split() == ["NAME", "TITLE", "ARGUMENTS", "DESCRIPTION"]
+    assert any(line.startswith("add ") and "a*, b*" in line for line in lines)
+
+
+# ----------------------------------------------------------------- call / read / prompt
+
+
+def test_call_kv_values_parsed_as_json_when_they_parse():
+    p = run_demo("call", "add", "a=1", "b=2.5", "-o", "json")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["structuredContent"] == {"sum": 3.5}
+    # "hi there" is not JSON: it stays a string; {"x":1} is JSON but echo wants a string
+    p = run_demo("call", "echo", "message=hi there")
+    assert p.returncode == 0 and p.stdout == "hi there\n"
+    p = run_demo("call", "echo", "message=[1]")
+    assert p.returncode == 1  # the list reached the tool as a list
+    assert "must be a string" in p.stdout
+
+
+def test_call_json_arguments_merged_with_pairs():
+    p = run_demo("call", "add", "--json", '{"a": 10, "b": 1}', "b=5")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "15"
+
+
+def test_call_tool_error_and_unknown_tool_exit_1():
+    p = run_demo("call", "fail")
+    assert p.returncode == 1
+    assert "this tool always fails" in p.stdout and "reported an error" in p.stderr
+    p = run_demo("call", "nosuch")
+    assert p.returncode == 1 and "Unknown tool: nosuch" in p.stderr
+
+
+def test_call_timeout_exit_1():
+    p = run_demo("call", "long_running", "duration=20", "--timeout", "0.3", "-q")
+    assert p.returncode == 1 and "timed out" in p.stderr
+
+
+def test_progress_lines_on_stderr_when_not_a_tty():
+    p = run_demo("call", "long_running", "duration=0.4", "steps=4")
+    assert p.returncode == 0, p.stderr
+    assert "long_running done" in p.stdout
+    bars = [line for line in p.stderr.splitlines() if line.startswith("long_running [")]
+    assert bars and "1/4" in bars[0] and "\r" not in p.stderr
+
+
+def test_server_log_messages_on_stderr():
+    p = run_demo("call", "log", "level=warning", "message=disk almost full")
+    assert p.returncode == 0, p.stderr
+    assert "warning: disk almost full" in p.stderr
+    q = run_demo("call", "log", "level=warning", "message=quiet please", "-q")
+    assert "quiet please" not in q.stderr
+
+
+def test_read_and_prompt():
+    p = run_demo("read", "demo://readme")
+    assert p.returncode == 0 and "# mcpsync demo" in p.stdout
+    p = run_demo("read", "demo://bytes.bin", "-o", "json")
+    assert json.loads(p.stdout)["contents"][0]["mimeType"] == "application/octet-stream"
+    p = run_demo("prompt", "greet", "name=Ada", "style=formal")
+    assert p.returncode == 0 and "formal greeting for Ada" in p.stdout
+
+
+def test_read_out_file(tmp_path: Path):
+    dest = tmp_path / "bytes.bin"
+    p = run_demo("read", "demo://bytes.bin", "--out", str(dest))
+    assert p.returncode == 0, p.stderr
+    assert dest.read_bytes() == bytes(range(256))
+
+
+# ----------------------------------------------------------------- targets from configs
+
+
+def _write_config(path: Path, servers: dict) -> Path:
+    path.write_text(json.dumps({"mcpServers": servers}, indent=2))
+    return path
+
+
+def test_config_entry_targets(tmp_path: Path):
+    cfg = _write_config(
+        tmp_path / "mcp.json",
+        {"demo": {"command": DEMO[0], "args": DEMO[1:]}, "other": {"command": "/nonexistent"}},
+    )
+    p = run("call", f"{cfg}:demo", "echo", "message=via config")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == "via config\n"
+    p = run("tools", "--config", str(cfg), "demo", "--json")
+    assert p.returncode == 0 and "echo" in p.stdout
+    p = run("tools", str(cfg))
+    assert p.returncode == 2 and "say which" in p.stderr
+    p = run("tools", f"{cfg}:nope")
+    assert p.returncode == 2 and "no server named 'nope'" in p.stderr
+    p = run("tools", f"{cfg}:other")
+    assert p.returncode == 3
+
+
+def test_single_entry_config_and_vscode_inputs(tmp_path: Path):
+    vs = tmp_path / ".vscode"
+    vs.mkdir()
+    (vs / "mcp.json").write_text(
+        json.dumps(
+            {
+                "inputs": [
+                    {
+                        "type": "promptString",
+                        "id": "greeting",
+                        "description": "Word",
+                        "password": True,
+                    }
+                ],
+                "servers": {
+                    "demo": {
+                        "type": "stdio",
+                        "command": DEMO[0],
+                        "args": DEMO[1:],
+                        "env": {"GREETING": "${input:greeting}"},
+                    }
+                },
+            }
+        )
+    )
+    p = run("tools", str(vs / "mcp.json"))
+    assert p.returncode == 2 and "${input:greeting}" in p.stderr and "--input greeting=" in p.stderr
+    p = run("tools", str(vs / "mcp.json"), "--input", "greeting=hello", "-o", "json")
+    assert p.returncode == 0, p.stderr
+
+
+# ----------------------------------------------------------------- exit codes
+
+
+def test_usage_errors_exit_2():
+    assert run("tools").returncode == 2
+    assert run("frobnicate").returncode == 2
+    p = run("tools", "not-a-target")
+    assert p.returncode == 2 and "cannot tell what 'not-a-target' is" in p.stderr
+    p = run_demo("call", "echo", "oops")
+    assert p.returncode == 2 and "KEY=VALUE" in p.stderr
+    p = run_demo("call", "echo", "--json", "[1]")
+    assert p.returncode == 2 and "must be a JSON object" in p.stderr
+    p = run("call", "--bogus-option", "--", *DEMO)
+    assert p.returncode == 2
+
+
+def test_connect_failures_exit_3():
+    p = run("tools", "--", "/nonexistent/server")
+    assert p.returncode == 3 and "cannot connect" in p.stderr
+    p = run(
+        "tools",
+        "--",
+        sys.executable,
+        "-c",
+        "import sys; print('bad start', file=sys.stderr); sys.exit(5)",
+    )
+    assert p.returncode == 3
+    assert "exit code 5" in p.stderr and "bad start" in p.stderr
+
+
+def test_help_and_version_exit_0():
+    p = run("--help")
+    assert p.returncode == 0 and "exit codes: 0 ok" in p.stdout
+    p = run("call", "--help")
+    assert p.returncode == 0 and "usage: mcpsync call TARGET TOOL" in p.stdout
+    p = run("--version")
+    assert p.returncode == 0 and p.stdout.startswith("mcpsync ")
+
+
+def test_main_in_process_usage():
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["call", "--", *DEMO], stdout=out, stderr=err) == 2
+    assert "missing argument" in err.getvalue()
+
+
+def test_console_script_installed():
+    script = Path(sys.executable).with_name("mcpsync")
+    assert script.exists()
+    p = subprocess.run([str(script), "--version"], capture_output=True, text=True, timeout=TIMEOUT)
+    assert p.returncode == 0
+
+
+# ----------------------------------------------------------------- smoke
+
+
+@pytest.mark.real
+def test_smoke_mixed_config_json(tmp_path: Path):
+    cfg = _write_config(
+        tmp_path / "claude_desktop_config.json",
+        {
+            "demo": {"command": DEMO[0], "args": DEMO[1:]},
+            "everything": {"command": everything(), "args": ["stdio"], "lazy": True},
+            "crashes": {"command": sys.executable, "args": ["-c", "import sys; sys.exit(4)"]},
+            "typo": {"command": "node", "args": "server.js"},
+            "off": {"command": "x", "disabled": True},
+        },
+    )
+    p = run("smoke", str(cfg), "--json", "--call", "echo", "--args", '{"message": "hi"}')
+    assert p.returncode == 3, p.stderr
+    data = json.loads(p.stdout)
+    assert data["ok"] is False
+    by = {s["name"]: s for s in data["servers"]}
+    assert list(by) == ["demo", "everything", "crashes", "typo", "off"]
+    assert by["demo"]["ok"] and by["demo"]["call"]["ok"] and "echo" in by["demo"]["tools"]
+    assert by["everything"]["ok"] and by["everything"]["call"]["ok"]  # lazy ones too
+    assert not by["crashes"]["ok"] and "exit code 4" in by["crashes"]["error"]
+    assert not by["typo"]["ok"] and "field 'args'" in by["typo"]["error"]
+    assert by["off"]["state"] == "disabled" and by["off"]["ok"]
+
+
+def test_smoke_all_ok_text_and_call_failure(tmp_path: Path):
+    cfg = _write_config(
+        tmp_path / "mcp.json",
+        {"a": {"command": DEMO[0], "args": DEMO[1:]}, "b": {"command": DEMO[0], "args": DEMO[1:]}},
+    )
+    p = run("smoke", str(cfg), "--call", "add", "--args", '{"a": 1, "b": 2}')
+    assert p.returncode == 0, p.stdout + p.stderr
+    lines = p.stdout.splitlines()
+    assert lines[0].split() == [
+        "SERVER",
+        "STATE",
+        "TRANSPORT",
+        "VERSION",
+        "TOOLS",
+        "TIME",
+        "CALL",
+        "ERROR",
+    ]
+    assert lines[2].split()[:5] == ["a", "ready", "stdio", "2025-11-25", "11"]
+    assert "2/2 servers up" in p.stdout and "add: 2/2 calls ok" in p.stdout
+    p = run("smoke", str(cfg), "--call", "fail")
+    assert p.returncode == 1
+    p = run("smoke", str(cfg), "--call", "no_such_tool")
+    assert p.returncode == 1 and "no server offers a tool named 'no_such_tool'" in p.stdout
+
+
+# ----------------------------------------------------------------- Ctrl-C
+
+RECORDING_SERVER = """
+import json, sys
+from mcpsync.demo_server import DemoServer
+
+class Recording(DemoServer):
+    def _on_notification(self, method, params):
+        if method == "notifications/cancelled":
+            with open(sys.argv[1], "a") as f:
+                f.write(json.dumps(params) + "\\n")
+        super()._on_notification(method, params)
+
+sys.exit(Recording().serve())
+"""
+
+
+def test_ctrl_c_cancels_call_and_exits_130(tmp_path: Path):
+    server = tmp_path / "recording_server.py"
+    server.write_text(RECORDING_SERVER)
+    record = tmp_path / "cancelled.jsonl"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcpsync", "call", "long_running", "duration=60", "steps=600",
+         "--", sys.executable, str(server), str(record)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )  # fmt: skip
+    try:
+        first = proc.stderr.readline()  # the first progress line: the call is in flight
+        assert first.startswith("long_running ["), first
+        children = psutil.Process(proc.pid).children(recursive=True)
+        assert children, "the server process should be running"
+        started = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=15)
+        elapsed = time.monotonic() - started
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(5)
+    assert proc.returncode == 130, err
+    assert "interrupted" in err and "Traceback" not in err
+    assert elapsed < 5
+    for child in children:
+        assert not child.is_running() or child.status() == psutil.STATUS_ZOMBIE
+    cancelled = [json.loads(line) for line in record.read_text().splitlines()]
+    assert len(cancelled) == 1 and cancelled[0]["requestId"] is not None
