@@ -232,7 +232,12 @@ class DemoServer:
                 except ValueError:
                     self._reply_error(None, RpcError(PARSE_ERROR, "Parse error"))
                     continue
-                dispatch(message)
+                try:
+                    dispatch(message)
+                except (
+                    Exception
+                ) as exc:  # e.g. an unhashable id: never let one message kill the loop
+                    self.log(f"dropped a message: {type(exc).__name__}: {exc}")
         except KeyboardInterrupt:
             pass
         self.shutdown()

@@ -88,6 +88,8 @@ def test_json_rpc_errors(peer: StdioPeer) -> None:
     assert peer.wait_for(lambda m: m.get("error", {}).get("code") == -32700)["id"] is None
     peer.send_raw(b"[]\n")
     assert peer.wait_for(lambda m: m.get("error", {}).get("code") == -32600)["id"] is None
+    peer.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": [1]}})
+    peer.send({"jsonrpc": "2.0", "id": {"odd": 1}, "result": {}})  # a response nobody asked for
     assert peer.result("ping") == {}  # still serving
 
 
