@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from . import display
-from .config import ServerEntry, load_config
+from .config import ServerEntry, load_config, oauth_for_entry, parse_entry
 from .errors import (
     CapabilityError,
     ConfigError,
@@ -114,6 +114,11 @@ def _common() -> argparse.ArgumentParser:
         help="extra environment for a stdio server (repeatable)",
     )
     g.add_argument("--cwd", metavar="DIR", help="working directory for a stdio server")
+    g.add_argument(
+        "--oauth",
+        action="store_true",
+        help="authorize with OAuth when an HTTP server answers 401 (entries with auth settings always do)",
+    )
     g.add_argument(
         "--input",
         action="append",
@@ -307,6 +312,25 @@ def _entry_from_config(path: str, name: str | None, ns: argparse.Namespace) -> S
     return config[name]  # raises the entry's ConfigError when it did not load
 
 
+def _host_of(url: str) -> str:
+    return url.split("://", 1)[1].split("/", 1)[0] or "server"
+
+
+def _auth_factory(ns: argparse.Namespace) -> Callable[[ServerEntry], Any]:
+    """OAuth for HTTP entries that carry auth settings, or for all of them with --oauth."""
+
+    def factory(entry: ServerEntry) -> Any:
+        if entry.auth is not None or getattr(ns, "oauth", False):
+            return oauth_for_entry(entry)
+        return None
+
+    return factory
+
+
+def _entry_kwargs(entry: ServerEntry, ns: argparse.Namespace) -> dict[str, Any]:
+    return entry.connect_kwargs(auth_factory=_auth_factory(ns))
+
+
 class Target:
     """What to connect to, and how to name it in messages."""
 
@@ -329,7 +353,7 @@ def resolve_target(
         if not words:
             raise UsageError(f"--config {ns.config} needs the ENTRY name")
         entry = _entry_from_config(ns.config, words.pop(0), ns)
-        kwargs, label = entry.connect_kwargs(), f"{entry.name} ({entry.describe()})"
+        kwargs, label = _entry_kwargs(entry, ns), f"{entry.name} ({entry.describe()})"
     else:
         if not words:
             raise UsageError(
@@ -337,13 +361,14 @@ def resolve_target(
             )
         first = words.pop(0)
         if _is_url(first):
-            kwargs, label = {"target": first}, first
+            entry = parse_entry(_host_of(first), {"url": first})
+            kwargs, label = _entry_kwargs(entry, ns), first
         elif (split := _split_config_target(first)) is not None:
             entry = _entry_from_config(split[0], split[1], ns)
-            kwargs, label = entry.connect_kwargs(), f"{entry.name} ({entry.describe()})"
+            kwargs, label = _entry_kwargs(entry, ns), f"{entry.name} ({entry.describe()})"
         elif os.path.isfile(os.path.expanduser(first)):
             entry = _entry_from_config(first, None, ns)
-            kwargs, label = entry.connect_kwargs(), f"{entry.name} ({entry.describe()})"
+            kwargs, label = _entry_kwargs(entry, ns), f"{entry.name} ({entry.describe()})"
         else:
             raise UsageError(
                 f"cannot tell what {first!r} is: expected a URL (http://...), CONFIG:ENTRY, "
@@ -750,6 +775,7 @@ def run_smoke(ns: argparse.Namespace, out: _Out) -> int:
         consent=ask_on_terminal if ns.ask else None,
         max_parallel=max(1, ns.parallel),
         session_kwargs=overrides,
+        auth_factory=_auth_factory(ns),
     )
     try:
         host.connect_all()

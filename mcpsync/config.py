@@ -58,6 +58,7 @@ __all__ = [
     "parse_entry",
     "parse_jsonc",
     "default_config_paths",
+    "oauth_for_entry",
 ]
 
 #: transports an entry may name (after normalisation), as Session.connect spells them
@@ -166,8 +167,9 @@ class ServerEntry:
         """Keyword arguments for ``Session.connect(**kwargs)``.
 
         Only settings the entry states are included, so the Session's defaults apply to
-        the rest. ``auth_factory(entry)`` builds a ``requests`` auth object for entries
-        with OAuth settings; ``overrides`` win over the entry (e.g. ``timeout=5``).
+        the rest. ``auth_factory(entry)`` builds the ``auth=`` object of HTTP entries (it
+        may return None; see :func:`oauth_for_entry`); ``overrides`` win over the entry
+        (e.g. ``timeout=5``).
         """
         kw: dict[str, Any] = {"target": self.target, "name": self.name, "transport": self.transport}
         if self.argv is not None:
@@ -178,8 +180,9 @@ class ServerEntry:
         else:
             if self.headers:
                 kw["headers"] = dict(self.headers)
-            if auth_factory is not None and self.auth is not None:
-                kw["auth"] = auth_factory(self)
+            auth = auth_factory(self) if auth_factory is not None else None
+            if auth is not None:
+                kw["auth"] = auth
         if self.timeout is not None:
             kw["timeout"] = self.timeout
         if self.connect_timeout is not None:
@@ -850,6 +853,33 @@ def load_config(
         inputs=tuple(specs.values()),
         order=[str(n) for n in servers],
     )
+
+
+def oauth_for_entry(entry: ServerEntry, **options: Any) -> Any:
+    """An :class:`mcpsync.auth.OAuth` for an HTTP entry, from its ``auth``/``oauth`` settings.
+
+    Use as ``auth_factory=`` (``Host(..., auth_factory=oauth_for_entry)``). Entries without
+    settings get an OAuth object that registers itself (dynamic registration / client
+    metadata) when the server answers 401; stdio entries get None. ``options`` go to
+    ``OAuth`` (``store=``, ``redirect=``, ``client_name=`` ...).
+    """
+    if entry.is_stdio:
+        return None
+    from .auth import OAuth  # late: only entries that talk HTTP need the auth package
+
+    settings = entry.auth
+    kwargs: dict[str, Any] = {}
+    if settings is not None:
+        if settings.client_id:
+            kwargs["client_id"] = settings.client_id
+        if settings.client_secret:
+            kwargs["client_secret"] = settings.client_secret
+        if settings.scopes:
+            kwargs["scopes"] = list(settings.scopes)
+        if settings.redirect_uri:
+            kwargs["redirect_uri"] = settings.redirect_uri
+    kwargs.update(options)
+    return OAuth(**kwargs)
 
 
 def default_config_paths(workspace: str | os.PathLike[str] | None = None) -> list[Path]:

@@ -241,6 +241,37 @@ def test_plain_dict_in_code_and_connect_kwargs():
     assert made == [web]
     assert web.auth is not None and web.auth.scopes == ("a", "b")
     assert "auth" not in web.connect_kwargs()
+    assert "auth" not in web.connect_kwargs(auth_factory=lambda e: None)
+    assert "auth" not in fs.connect_kwargs(auth_factory=factory) and made == [web]
+
+
+def test_oauth_for_entry_uses_entry_settings(monkeypatch: pytest.MonkeyPatch):
+    import mcpsync.auth
+    from mcpsync.config import oauth_for_entry
+
+    made: list[dict] = []
+
+    class FakeOAuth:
+        def __init__(self, **kw):
+            made.append(kw)
+
+    monkeypatch.setattr(mcpsync.auth, "OAuth", FakeOAuth)
+    cfg = load_config(
+        {
+            "web": {
+                "url": "https://h.example/mcp",
+                "auth": {"CLIENT_ID": "cid", "CLIENT_SECRET": "s", "scopes": ["r"]},
+            },
+            "plain": {"url": "https://h.example/mcp"},
+            "local": {"command": "x"},
+        }
+    )
+    auth = cfg["web"].connect_kwargs(auth_factory=oauth_for_entry)["auth"]
+    assert isinstance(auth, FakeOAuth)
+    assert made == [{"client_id": "cid", "client_secret": "s", "scopes": ["r"]}]
+    oauth_for_entry(cfg["plain"], store="S")
+    assert made[-1] == {"store": "S"}
+    assert oauth_for_entry(cfg["local"]) is None and len(made) == 2
 
 
 def test_mcp_servers_wrapper_dict_and_disabled():
