@@ -101,6 +101,7 @@ class Connection:
         self.protocol_errors: list[ProtocolError] = []
         self._ids = itertools.count(1)
         self._pending: dict[Any, _Call] = {}
+        self._progress: dict[Any, _Call] = {}  # calls that take progress reports, until resolved
         self._closed = False
         self._close_error: BaseException | None = None
         self._state_lock = threading.Lock()
@@ -181,6 +182,8 @@ class Connection:
                 meta["progressToken"] = rid
                 call.on_progress = on_progress
                 call.reset = reset_timeout_on_progress
+                self._progress[rid] = call
+                future.add_done_callback(lambda _: self._progress.pop(rid, None))
             params["_meta"] = meta
         message: Message = {"jsonrpc": "2.0", "id": rid, "method": method}
         if params is not None:
@@ -294,20 +297,27 @@ class Connection:
                 else:
                     self._on_wire_error(ProtocolError(f"invalid message from {self.name!r}: {jsonrpc.excerpt(str(message))}"))
                 return
-            error = message.get("error")
-            try:
-                if error is not None:
-                    call.future.set_exception(_server_error(error, call.method))
-                elif "result" in message:
-                    call.future.set_result(message["result"])
-                else:
-                    call.future.set_exception(ProtocolError(f"response to {call.method} has neither result nor error"))
-            except InvalidStateError:
-                pass  # cancelled concurrently
+            if call.on_progress is not None:
+                # Resolve behind the progress reports already queued: none arrives late.
+                self._notifications.put((call, message))
+                return
+            self._resolve(call, message)
         elif "id" in message:
             self._on_server_request(message)
         else:
             self._notifications.put(message)
+
+    def _resolve(self, call: _Call, message: Message) -> None:
+        error = message.get("error")
+        try:
+            if error is not None:
+                call.future.set_exception(_server_error(error, call.method))
+            elif "result" in message:
+                call.future.set_result(message["result"])
+            else:
+                call.future.set_exception(ProtocolError(f"response to {call.method} has neither result nor error"))
+        except InvalidStateError:
+            pass  # cancelled concurrently
 
     def _on_wire_error(self, error: BaseException) -> None:
         if isinstance(error, ProtocolError):
@@ -355,6 +365,9 @@ class Connection:
             message = get()
             if message is _STOP:
                 return
+            if isinstance(message, tuple):  # a response that waited for its progress reports
+                self._resolve(*message)
+                continue
             method = message.get("method")
             params = message.get("params") or {}
             try:
@@ -368,7 +381,7 @@ class Connection:
                 log.exception("mcpsync: notification handler failed for %s from %s", method, self.name)
 
     def _on_progress(self, params: dict[str, Any]) -> None:
-        call = self._pending.get(params.get("progressToken"))
+        call = self._progress.get(params.get("progressToken"))
         if call is None or call.on_progress is None:
             return
         if call.reset and call.timeout != _NEVER:

@@ -382,8 +382,27 @@ class StdioTransport(Transport):
                     proc.wait(timeout=timeout)
                 except subprocess.TimeoutExpired:
                     log.warning("mcpsync: server %s (pid %s) did not die after SIGKILL", self.name, proc.pid)
-        # The server is gone; its own children may not be. They share its process group.
-        self._signal(proc, signal.SIGTERM, group_only=True)
+        # The server is gone; its own children may not be. They share its process group:
+        # the same ladder for them (SIGTERM, wait, SIGKILL).
+        if os.name == "posix" and self._group_alive(proc.pid):
+            self._signal(proc, signal.SIGTERM, group_only=True)
+            deadline = time.monotonic() + timeout
+            while self._group_alive(proc.pid) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            self._signal(proc, signal.SIGKILL, group_only=True)
+            # SIGKILL lands asynchronously; give it a moment (an orphan that is already a
+            # zombie still counts as a group member until init reaps it, so keep this short).
+            deadline = time.monotonic() + 0.05
+            while self._group_alive(proc.pid) and time.monotonic() < deadline:
+                time.sleep(0.005)
+
+    @staticmethod
+    def _group_alive(pgid: int) -> bool:
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return False
+        return True
 
     def _signal(self, proc: subprocess.Popen[Any], sig: int, group_only: bool = False) -> None:
         if os.name == "posix":
