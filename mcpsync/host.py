@@ -239,6 +239,11 @@ class Host:
         summary = ", ".join(f"{n} {state}" for state, n in counts.items())
         return f"<Host {self.source}: {summary or 'no servers'}>"
 
+    def _repr_html_(self) -> str:
+        from . import display  # late: only notebooks need it
+
+        return display.status_table(self.status()).html
+
     def start(self, timeout: float | None = None) -> Host:
         """Bring up every eager entry in parallel; wait (bounded) until each finished.
 

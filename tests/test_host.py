@@ -127,6 +127,8 @@ def test_eager_start_parallel_and_failure_isolated():
             host.session("b")
         assert [t.name for t in host.list_tools()] == ["x", "y"]
         assert host.call_tool("y", {"k": 1}) == ("c", "y", {"k": 1}, {})
+        html = host._repr_html_()
+        assert "<table" in html and "connection refused" in html and "Servers (3)" in html
         row = {r.name: r for r in host.status()}["a"]
         assert row.tools == 1 and row.protocol_version == "2025-11-25" and row.seconds is not None
         assert not {r.name: r for r in host.status()}["b"].ok
