@@ -776,6 +776,7 @@ def run_smoke(ns: argparse.Namespace, out: _Out) -> int:
         max_parallel=max(1, ns.parallel),
         session_kwargs=overrides,
         auth_factory=_auth_factory(ns),
+        spawn_stdio=True,
     )
     try:
         host.connect_all()

@@ -27,7 +27,10 @@ routes, whoever owns the bare name.
 from __future__ import annotations
 
 import logging
+import os
 import re
+import signal
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -145,6 +148,7 @@ class _Server:
         self.consent: bool | None = None
         self.seconds: float | None = None
         self.thread: threading.Thread | None = None
+        self.transport: Any = None  # a stdio transport the host made, while bring-up runs
         if entry is None:
             self.state = FAILED
             self.done.set()
@@ -153,6 +157,22 @@ class _Server:
             self.done.set()
         else:
             self.state = IDLE
+
+
+def _kill_leftover(transport: Any) -> None:
+    """Safety net: a transport closed by the host just before it spawned its process."""
+    proc = getattr(transport, "process", None)
+    if proc is None or proc.poll() is not None:
+        return
+    log.warning("killing server process %s left over from an interrupted start", proc.pid)
+    try:
+        if os.name == "posix":
+            os.killpg(proc.pid, signal.SIGKILL)  # the stdio transport gives it its own group
+        else:  # pragma: no cover
+            proc.kill()
+        proc.wait(timeout=2.0)
+    except (OSError, subprocess.TimeoutExpired):
+        pass
 
 
 def _default_connect(**kwargs: Any) -> Any:
@@ -189,6 +209,7 @@ class Host:
         auth_factory: Callable[[ServerEntry], Any] | None = None,
         separator: str = SEPARATOR,
         inputs: Any = None,
+        spawn_stdio: bool | None = None,
     ) -> None:
         if isinstance(config, str | Path) or isinstance(config, Mapping):
             config = load_config(config, inputs=inputs)
@@ -210,6 +231,9 @@ class Host:
             raise ConfigError("max_parallel must be at least 1")
         self._consent = consent
         self._connect = connect or _default_connect
+        # The host makes stdio transports itself, so close() can stop a server that is
+        # still starting (Session.connect cannot be interrupted from outside).
+        self._spawn_stdio = connect is None if spawn_stdio is None else spawn_stdio
         self._session_kwargs = dict(session_kwargs or {})
         self._auth_factory = auth_factory
         self._separator = separator
@@ -226,7 +250,11 @@ class Host:
     # ------------------------------------------------------------------ lifecycle
 
     def __enter__(self) -> Host:
-        self.start()
+        try:
+            self.start()
+        except BaseException:  # Ctrl-C during start: leave nothing running
+            self.close()
+            raise
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -276,7 +304,10 @@ class Host:
                 session, s.session = s.session, None
                 if s.state in (READY, IDLE):
                     s.state = CLOSED
-                # CONNECTING: the bring-up thread sees the host closed and closes its session
+                elif s.state == CONNECTING:
+                    # closing its transport makes the bring-up fail fast; the bring-up
+                    # thread then sees the host closed and closes anything left
+                    session = s.transport
             if session is not None:
                 t = threading.Thread(
                     target=self._close_session,
@@ -365,6 +396,8 @@ class Host:
                 t0 = time.monotonic()
                 kwargs = s.entry.connect_kwargs(auth_factory=self._auth_factory)
                 kwargs.update(self._session_kwargs)
+                if self._spawn_stdio and isinstance(kwargs.get("target"), list):
+                    kwargs["target"] = self._stdio_transport(s, kwargs)
                 session = self._connect(**kwargs)
                 tools_error = self._prefetch_tools(session)
         except BaseException as exc:  # noqa: BLE001 - kept and shown, never lost
@@ -372,6 +405,9 @@ class Host:
         seconds = time.monotonic() - t0
         close_it = False
         with s.lock:
+            made, s.transport = s.transport, None
+            if error is not None and made is not None and self._closed.is_set():
+                _kill_leftover(made)
             s.seconds = seconds
             if error is not None:
                 s.state, s.error = FAILED, error
@@ -383,6 +419,22 @@ class Host:
             s.done.set()
         if close_it:
             self._close_session(s.name, session)
+
+    def _stdio_transport(self, s: _Server, kwargs: dict[str, Any]) -> Any:
+        from .transports.stdio import StdioTransport
+
+        transport = StdioTransport(
+            kwargs.pop("target"),
+            env=kwargs.pop("env", None),
+            cwd=kwargs.pop("cwd", None),
+            inherit_env=kwargs.pop("inherit_env", False),
+            name=kwargs.get("name") or s.name,
+        )
+        with s.lock:
+            if self._closed.is_set():
+                raise SessionClosed("the host was closed before this server started")
+            s.transport = transport
+        return transport
 
     @staticmethod
     def _prefetch_tools(session: Any) -> BaseException | None:

@@ -378,3 +378,36 @@ def test_ctrl_c_cancels_call_and_exits_130(tmp_path: Path):
         assert not child.is_running() or child.status() == psutil.STATUS_ZOMBIE
     cancelled = [json.loads(line) for line in record.read_text().splitlines()]
     assert len(cancelled) == 1 and cancelled[0]["requestId"] is not None
+
+
+def test_ctrl_c_during_smoke_leaves_no_server_behind(tmp_path: Path):
+    cfg = _write_config(
+        tmp_path / "mcp.json",
+        {
+            "demo": {"command": DEMO[0], "args": DEMO[1:]},
+            "hang": {"command": sys.executable, "args": ["-c", "import time; time.sleep(60)"]},
+        },
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcpsync", "smoke", str(cfg)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        parent = psutil.Process(proc.pid)
+        deadline = time.monotonic() + 10
+        children: list[psutil.Process] = []
+        while len(children) < 2 and time.monotonic() < deadline:  # both servers spawned
+            children = parent.children(recursive=True)
+            time.sleep(0.05)
+        assert len(children) >= 2, children
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=15)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(5)
+    assert proc.returncode == 130, err
+    gone, alive = psutil.wait_procs(children, timeout=5)
+    assert alive == []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import sys
 import threading
+import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -369,3 +370,50 @@ def test_host_follows_tools_list_changed():
         assert changed.wait(WAIT)
         assert "brand_new" in [t.name for t in host.list_tools()]
         assert host.call_tool("brand_new", {"a": 1}).is_error is not True
+
+
+HANG = {
+    "command": sys.executable,
+    "args": ["-c", "import time; time.sleep(60)"],
+    "connect_timeout": 20,
+}
+
+
+def test_close_stops_a_server_that_is_still_starting():
+    before = _children()
+    host = Host({"hang": HANG, "demo": DEMO}, start_timeout=0.5).start()
+    rows = {r.name: r.state for r in host.status()}
+    assert rows == {"hang": "connecting", "demo": "ready"}
+    started = [psutil.Process(pid) for pid in _children() - before]
+    assert len(started) == 2
+    t0 = time.monotonic()
+    host.close(timeout=10)
+    gone, alive = psutil.wait_procs(started, timeout=10)
+    assert alive == [] and time.monotonic() - t0 < 10
+    assert host._servers["hang"].done.wait(WAIT)
+    assert {r.name: r.state for r in host.status()}["hang"] in ("failed", "closed")
+
+
+def test_ctrl_c_during_start_closes_everything(monkeypatch: pytest.MonkeyPatch):
+    before = _children()
+    host = Host({"hang": HANG, "demo": DEMO})
+    waited = threading.Event()
+    real_wait = threading.Event.wait
+
+    def interrupting_wait(self, timeout=None):
+        # the first bounded wait in start() for the hanging server: simulate Ctrl-C there
+        if self is host._servers["hang"].done and not waited.is_set():
+            waited.set()
+            assert host._servers["demo"].done.wait(WAIT)  # demo got up meanwhile
+            raise KeyboardInterrupt
+        return real_wait(self, timeout)
+
+    monkeypatch.setattr(threading.Event, "wait", interrupting_wait)
+    with pytest.raises(KeyboardInterrupt):
+        with host:
+            pytest.fail("not reached")
+    monkeypatch.undo()
+    assert host.closed
+    leftover = [psutil.Process(pid) for pid in _children() - before]
+    gone, alive = psutil.wait_procs(leftover, timeout=10)
+    assert alive == []
