@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from . import display
-from .config import ServerEntry, load_config, oauth_for_entry, parse_entry
+from .config import ServerEntry, default_config_paths, load_config, oauth_for_entry, parse_entry
 from .errors import (
     CapabilityError,
     ConfigError,
@@ -197,7 +197,7 @@ _USAGE = {
     "call": "%(prog)s TARGET TOOL [KEY=VALUE ...] [--json '{...}'] [options]",
     "read": "%(prog)s TARGET URI [--out FILE] [options]",
     "prompt": "%(prog)s TARGET NAME [KEY=VALUE ...] [options]",
-    "smoke": "%(prog)s CONFIG [--call TOOL [--args '{...}']] [--json] [options]",
+    "smoke": "%(prog)s [CONFIG] [--call TOOL [--args '{...}']] [--json] [options]",
 }
 
 
@@ -755,9 +755,19 @@ def run_smoke(ns: argparse.Namespace, out: _Out) -> int:
     from .host import Host, ask_on_terminal
     from .session import Session
 
-    if len(ns.words) != 1:
-        raise UsageError("smoke takes exactly one CONFIG file")
-    path = ns.words[0]
+    if len(ns.words) > 1:
+        raise UsageError("smoke takes one CONFIG file")
+    if ns.words:
+        path = ns.words[0]
+    else:
+        found = default_config_paths()
+        if not found:
+            raise UsageError(
+                "no CONFIG given and none found in .vscode/mcp.json, .cursor/mcp.json, .mcp.json, "
+                "~/.cursor/mcp.json or Claude Desktop's claude_desktop_config.json"
+            )
+        path = str(found[0])
+        out.note(f"mcpsync: using {path}")
     inputs = _parse_pairs(ns.input, what="--input", parse_json=False)
     config = load_config(path, inputs=inputs)
     overrides: dict[str, Any] = {}

@@ -22,12 +22,13 @@ DEMO = [sys.executable, "-m", "mcpsync.demo_server"]
 TIMEOUT = 30
 
 
-def run(*args: str, timeout: float = TIMEOUT) -> subprocess.CompletedProcess[str]:
+def run(*args: str, timeout: float = TIMEOUT, **popen: object) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "mcpsync", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
+        **popen,
     )
 
 
@@ -327,6 +328,19 @@ def test_smoke_all_ok_text_and_call_failure(tmp_path: Path):
     assert p.returncode == 1
     p = run("smoke", str(cfg), "--call", "no_such_tool")
     assert p.returncode == 1 and "no server offers a tool named 'no_such_tool'" in p.stdout
+
+
+def test_smoke_finds_the_workspace_config(tmp_path: Path):
+    env = {**os.environ, "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / ".config")}
+    p = run("smoke", cwd=tmp_path, env=env)
+    assert p.returncode == 2 and "none found" in p.stderr
+    (tmp_path / ".vscode").mkdir()
+    (tmp_path / ".vscode" / "mcp.json").write_text(
+        json.dumps({"servers": {"demo": {"type": "stdio", "command": DEMO[0], "args": DEMO[1:]}}})
+    )
+    p = run("smoke", "--json", cwd=tmp_path, env=env)
+    assert p.returncode == 0, p.stderr
+    assert "using" in p.stderr and json.loads(p.stdout)["servers"][0]["name"] == "demo"
 
 
 # ----------------------------------------------------------------- Ctrl-C
