@@ -425,3 +425,60 @@ def test_ctrl_c_during_smoke_leaves_no_server_behind(tmp_path: Path):
     assert proc.returncode == 130, err
     gone, alive = psutil.wait_procs(children, timeout=5)
     assert alive == []
+
+
+# ----------------------------------------------------------------- HTTP servers
+
+
+def _need_http() -> None:
+    pytest.importorskip(
+        "mcpsync.transports.streamable_http", reason="HTTP transport not merged yet"
+    )
+    pytest.importorskip(
+        "mcpsync.transports.legacy_sse", reason="legacy SSE transport not merged yet"
+    )
+
+
+@pytest.mark.real
+def test_http_inspect_call_and_smoke(tmp_path: Path):
+    _need_http()
+    from servers.launch import everything_http, everything_sse, sdk_server_http
+
+    with everything_http() as http, everything_sse() as sse, sdk_server_http() as sdk:
+        p = run("inspect", http.url, "--json")
+        assert p.returncode == 0, p.stderr
+        report = json.loads(p.stdout)
+        assert report["transport"] == "streamable-http" and report["auth"] == "none"
+        assert len(report["tools"]) > 5
+        p = run("call", http.url, "echo", "message=over http", "-H", "X-Test: 1")
+        assert p.returncode == 0, p.stderr
+        assert "over http" in p.stdout
+        # auto: a legacy SSE server is found through the fallback
+        p = run("tools", sse.url, "--json")
+        assert p.returncode == 0, p.stderr
+        cfg = tmp_path / "mcp.json"
+        cfg.write_text(
+            json.dumps(
+                {
+                    "servers": {
+                        "http": {"type": "http", "url": http.url},
+                        "sse": {"type": "sse", "url": sse.url},
+                        "sdk": {"url": sdk.url, "transport": "streamable-http"},
+                        "demo": {"type": "stdio", "command": DEMO[0], "args": DEMO[1:]},
+                    }
+                }
+            )
+        )
+        p = run("smoke", str(cfg), "--json")
+        assert p.returncode == 0, p.stdout + p.stderr
+        by = {s["name"]: s for s in json.loads(p.stdout)["servers"]}
+        assert by["http"]["transport"] == "streamable-http" and by["sse"]["transport"] == "sse"
+        assert all(s["ok"] and s["tools"] for s in by.values())
+
+
+def test_http_connection_refused_exit_3():
+    _need_http()
+    from servers.launch import free_port
+
+    p = run("tools", f"http://127.0.0.1:{free_port()}/mcp", "--connect-timeout", "5")
+    assert p.returncode == 3 and "cannot connect" in p.stderr
