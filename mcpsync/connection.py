@@ -464,9 +464,12 @@ class Connection:
                         expired.append(call)
                     elif call.deadline < earliest:
                         earliest = call.deadline
-                self._timer_next = earliest
+                # Sleep until the earliest deadline, at most a second. Requests whose
+                # deadline falls after that wake-up need not notify us (the hot path).
+                wake = min(earliest, now + 1.0)
+                self._timer_next = wake
                 if not expired:
-                    cond.wait(min(earliest - now, 1.0))
+                    cond.wait(wake - now)
                     continue
             for call in expired:
                 self._expire(call)
