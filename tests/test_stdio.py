@@ -199,3 +199,11 @@ def test_a_shell_string_is_refused():
 def test_missing_command_is_a_transport_error(no_leaks):
     with pytest.raises(mcpsync.TransportError, match="cannot start"):
         mcpsync.Session.connect(["/nonexistent/server-binary"])
+
+
+def test_works_where_sys_stderr_has_no_file_descriptor(monkeypatch, no_leaks):
+    import io
+
+    monkeypatch.setattr(sys, "stderr", io.StringIO())  # as in Jupyter: no fileno()
+    with mcpsync.Session.connect(demo_argv()) as s:
+        assert s.call_tool("echo", {"message": "nb"}).content[0].text == "nb"
