@@ -464,9 +464,25 @@ class Host:
 
     # ------------------------------------------------------------------ sessions
 
+    def _check_alive(self, s: _Server) -> None:
+        """A ready server whose session ended (process exit, connection lost) becomes failed."""
+        with s.lock:
+            session = s.session
+            if s.state != READY or session is None or not getattr(session, "closed", False):
+                return
+            error = getattr(getattr(session, "connection", None), "close_error", None)
+            s.state, s.session = FAILED, None
+            s.error = error or SessionClosed(f"server {s.name!r}: the session ended")
+        log.info("server %r went away: %s", s.name, s.error)
+        self._close_session(s.name, session)  # idempotent; releases its threads
+
     def session(self, name: str) -> Any:
-        """The live session for ``name``; brings a lazy server up; raises its error if it failed."""
+        """The live session for ``name``; brings a lazy server up; raises its error if it failed.
+
+        A server whose session ended stays failed until :meth:`reconnect`.
+        """
         s = self._ensure(name)
+        self._check_alive(s)
         with s.lock:
             if s.state == READY:
                 return s.session
@@ -508,6 +524,9 @@ class Host:
     def reconnect(self, name: str) -> Any:
         """Close (if open) and bring ``name`` up again; returns the new session."""
         s = self._ensure(name)
+        if s.entry is None:  # the entry itself is wrong: nothing to retry
+            assert s.error is not None
+            raise s.error
         with s.lock:
             old, s.session = s.session, None
             if s.state in (READY, FAILED, CLOSED):
@@ -530,6 +549,7 @@ class Host:
         """One row per entry, config order."""
         rows = []
         for name, s in self._servers.items():
+            self._check_alive(s)
             with s.lock:
                 session, state, error = s.session, s.state, s.error or s.tools_error
                 seconds = s.seconds
@@ -571,6 +591,8 @@ class Host:
     # ------------------------------------------------------------------ tools
 
     def _ready_servers(self) -> list[_Server]:
+        for s in self._servers.values():
+            self._check_alive(s)
         return [s for s in self._servers.values() if s.state == READY and s.session is not None]
 
     def _rebuild(self) -> dict[str, HostTool]:

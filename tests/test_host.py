@@ -16,6 +16,7 @@ import pytest
 
 from mcpsync.config import load_config
 from mcpsync.errors import ConfigError, ConnectError, SessionClosed
+from mcpsync.errors import MCPSyncError as MCPSyncErrorBase
 from mcpsync.host import ConsentDenied, Host, UnknownTool, qualified_name
 
 WAIT = 5.0
@@ -40,7 +41,11 @@ class FakeSession:
         self.net, self.name, self.b = net, name, b
         self.protocol_version = "2025-11-25"
         self.server_info = {"name": name, "version": "1"}
-        self.closed = threading.Event()
+        self.closed_event = threading.Event()
+
+    @property
+    def closed(self) -> bool:
+        return self.closed_event.is_set()
 
     def list_tools(self) -> list[FakeTool]:
         return [FakeTool(t) for t in self.b.tools]
@@ -63,7 +68,7 @@ class FakeSession:
         finally:
             with self.net.lock:
                 self.net.closing -= 1
-            self.closed.set()
+            self.closed_event.set()
 
 
 class FakeNet:
@@ -255,14 +260,14 @@ def test_close_is_parallel_and_bounded():
     )
     host = Host(cfg("a", "b", "c"), connect=net.connect).start()
     host.close(timeout=0.5)  # a and b meet inside close(); c hangs past the bound
-    assert net.sessions["a"].closed.is_set() and net.sessions["b"].closed.is_set()
+    assert net.sessions["a"].closed and net.sessions["b"].closed
     assert not parties.broken
-    assert not net.sessions["c"].closed.is_set()
+    assert not net.sessions["c"].closed
     assert host.closed
     with pytest.raises(SessionClosed):
         host.call_tool("x")
     stuck.set()
-    assert net.sessions["c"].closed.wait(WAIT)
+    assert net.sessions["c"].closed_event.wait(WAIT)
     host.close()  # idempotent
 
 
@@ -312,7 +317,7 @@ def test_disabled_entries_are_not_started_and_reconnect():
             host.session("d")
         first = host.session("a")
         second = host.reconnect("a")
-        assert first is not second and first.closed.is_set()
+        assert first is not second and first.closed
         assert host.submit_call_tool("x").result(WAIT)[0] == "a"
 
 
@@ -417,3 +422,29 @@ def test_ctrl_c_during_start_closes_everything(monkeypatch: pytest.MonkeyPatch):
     leftover = [psutil.Process(pid) for pid in _children() - before]
     gone, alive = psutil.wait_procs(leftover, timeout=10)
     assert alive == []
+
+
+def test_a_server_that_dies_turns_failed_and_reconnects():
+    with Host({"demo": DEMO, "other": {**DEMO}}) as host:
+        session = host.session("demo")
+        session.transport.process.kill()
+        ping = session.submit_ping()
+        with pytest.raises(MCPSyncErrorBase):
+            ping.result(WAIT)
+        rows = {r.name: r for r in host.status()}
+        assert rows["demo"].state == "failed" and rows["demo"].error is not None
+        assert "echo" not in [t.name for t in host.list_tools() if t.server == "demo"]
+        # "other" took over the bare names the dead server owned
+        assert host.resolve("echo").server == "other"
+        with pytest.raises(MCPSyncErrorBase):
+            host.session("demo")
+        fresh = host.reconnect("demo")
+        assert fresh is not session and host.session("demo") is fresh
+        assert fresh.call_tool("echo", {"message": "back"}).content[0].text == "back"
+        assert host.resolve("echo").server == "other"  # sticky: the bare name stays
+
+
+def test_reconnect_of_a_broken_entry_raises_its_config_error():
+    with Host({"bad": {"command": 3}}, connect=FakeNet().connect) as host:
+        with pytest.raises(ConfigError, match="expected a string"):
+            host.reconnect("bad")
