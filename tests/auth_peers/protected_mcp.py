@@ -1,0 +1,219 @@
+"""A small OAuth-protected MCP server (Streamable HTTP, JSON replies) for auth e2e tests.
+
+Owns: :class:`ProtectedMCPServer`, a ``ThreadingHTTPServer`` on 127.0.0.1 that acts as an
+OAuth resource server in front of a tiny MCP endpoint:
+
+- ``GET /.well-known/oauth-protected-resource/mcp``: RFC 9728 metadata naming the AS;
+- ``POST /mcp``: verifies the ``Bearer`` JWT with the AS's JWKS (signature, ``iss``,
+  ``exp``, ``aud`` == this server's URL), answers ``401`` + ``WWW-Authenticate``
+  (``resource_metadata``, ``scope``) without a valid token and ``403 insufficient_scope``
+  when the method needs a scope the token lacks (``method_scopes``);
+- JSON-RPC: initialize (stateful, ``Mcp-Session-Id``), notifications (202), ping,
+  tools/list (one tool ``whoami``), tools/call (reports ``sub`` and scopes).
+
+Every request is recorded in ``self.requests`` (method, whether a token came, status).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import jwt
+
+SUPPORTED_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+
+
+class ProtectedMCPServer:
+    def __init__(
+        self,
+        issuer: str,
+        *,
+        base_scope: str = "mcp:read",
+        scopes_supported: list[str] | None = None,
+        method_scopes: dict[str, list[str]] | None = None,
+    ) -> None:
+        self.issuer = issuer
+        self.base_scope = base_scope
+        self.scopes_supported = scopes_supported if scopes_supported is not None else [base_scope]
+        self.method_scopes = method_scopes or {}
+        self.requests: list[dict[str, Any]] = []
+        self._seen_jti: set[str] = set()
+        self._revoked_jti: set[str] = set()
+        self._jwks = jwt.PyJWKClient(f"{issuer}/jwks", cache_keys=True)
+        self._sessions: set[str] = set()
+        self._lock = threading.Lock()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_GET(self) -> None:  # noqa: N802
+                outer._get(self)
+
+            def do_POST(self) -> None:  # noqa: N802
+                outer._post(self)
+
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+                return
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self.port = self._httpd.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self.prm_url = f"http://127.0.0.1:{self.port}/.well-known/oauth-protected-resource/mcp"
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, name="test-protected-mcp", daemon=True
+        )
+
+    def __enter__(self) -> ProtectedMCPServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(5)
+
+    # -- HTTP --------------------------------------------------------------------------
+    def _send(
+        self,
+        h: BaseHTTPRequestHandler,
+        status: int,
+        body: Any = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        data = b"" if body is None else json.dumps(body).encode()
+        h.send_response(status)
+        for k, v in (headers or {}).items():
+            h.send_header(k, v)
+        if body is not None:
+            h.send_header("Content-Type", "application/json")
+        h.send_header("Content-Length", str(len(data)))
+        h.end_headers()
+        h.wfile.write(data)
+
+    def _get(self, h: BaseHTTPRequestHandler) -> None:
+        if h.path == "/.well-known/oauth-protected-resource/mcp":
+            self._send(
+                h,
+                200,
+                {
+                    "resource": self.url,
+                    "authorization_servers": [self.issuer],
+                    "scopes_supported": self.scopes_supported,
+                },
+            )
+        else:
+            self._send(h, 404, {"error": "not_found"})
+
+    def _challenge(self, scope: str, error: str | None = None) -> dict[str, str]:
+        parts = [f'resource_metadata="{self.prm_url}"', f'scope="{scope}"']
+        if error:
+            parts.insert(0, f'error="{error}"')
+        return {"WWW-Authenticate": "Bearer " + ", ".join(parts)}
+
+    def _verify(self, token: str) -> dict[str, Any] | None:
+        try:
+            key = self._jwks.get_signing_key_from_jwt(token)
+            claims = jwt.decode(
+                token, key.key, algorithms=["RS256"], audience=self.url, issuer=self.issuer
+            )
+        except jwt.PyJWTError:
+            return None
+        jti = str(claims.get("jti"))
+        with self._lock:
+            if jti in self._revoked_jti:
+                return None
+            self._seen_jti.add(jti)
+        return claims
+
+    def _post(self, h: BaseHTTPRequestHandler) -> None:
+        length = int(h.headers.get("Content-Length") or 0)
+        raw = h.rfile.read(length) if length else b""
+        try:
+            msg = json.loads(raw)
+        except ValueError:
+            self._send(h, 400, {"error": "bad json"})
+            return
+        method = msg.get("method", "")
+        auth = h.headers.get("Authorization") or ""
+        rec = {"method": method, "token": auth.startswith("Bearer "), "status": 0}
+        with self._lock:
+            self.requests.append(rec)
+        claims = self._verify(auth[7:]) if auth.startswith("Bearer ") else None
+        if claims is None:
+            rec["status"] = 401
+            self._send(
+                h,
+                401,
+                {"error": "invalid_token"},
+                self._challenge(self.base_scope, "invalid_token"),
+            )
+            return
+        granted = set(str(claims.get("scope", "")).split())
+        needed = [self.base_scope, *self.method_scopes.get(method, [])]
+        if not all(s in granted for s in needed):
+            rec["status"] = 403
+            self._send(
+                h,
+                403,
+                {"error": "insufficient_scope"},
+                self._challenge(" ".join(needed), "insufficient_scope"),
+            )
+            return
+        rec["status"] = 200
+        rec["claims"] = claims
+        if "id" not in msg:  # notification
+            self._send(h, 202)
+            return
+        result: Any
+        headers: dict[str, str] = {}
+        if method == "initialize":
+            asked = (msg.get("params") or {}).get("protocolVersion")
+            sid = uuid.uuid4().hex
+            with self._lock:
+                self._sessions.add(sid)
+            headers["Mcp-Session-Id"] = sid
+            result = {
+                "protocolVersion": asked if asked in SUPPORTED_VERSIONS else SUPPORTED_VERSIONS[0],
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "protected-test-server", "version": "1.0.0"},
+            }
+        elif method == "ping":
+            result = {}
+        elif method == "tools/list":
+            result = {
+                "tools": [
+                    {
+                        "name": "whoami",
+                        "description": "who is calling",
+                        "inputSchema": {"type": "object"},
+                    }
+                ]
+            }
+        elif method == "tools/call":
+            text = json.dumps(
+                {"sub": claims.get("sub") or claims.get("client_id"), "scope": sorted(granted)}
+            )
+            result = {"content": [{"type": "text", "text": text}], "isError": False}
+        else:
+            self._send(
+                h,
+                200,
+                {
+                    "jsonrpc": "2.0",
+                    "id": msg["id"],
+                    "error": {"code": -32601, "message": "Method not found"},
+                },
+            )
+            return
+        self._send(h, 200, {"jsonrpc": "2.0", "id": msg["id"], "result": result}, headers)
+
+    def revoke_all(self) -> None:
+        """Reject every token seen so far (as if they had been revoked)."""
+        with self._lock:
+            self._revoked_jti |= self._seen_jti
