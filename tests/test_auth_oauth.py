@@ -639,6 +639,20 @@ def test_client_credentials_with_secret(rsps, http):
     assert w.authorization_count() == 0 and w.as_.registrations == []
 
 
+def test_client_credentials_renewed_before_expiry(rsps, http):
+    w = World(rsps, challenge_scope="svc:read")
+    w.as_.expires_in = 30
+    w.as_.issue_refresh = False
+    w.preregister("svc", "s3cret")
+    auth = OAuth.client_credentials("svc", "s3cret")
+    post(http, auth)
+    calls = len(w.mcp_calls)
+    assert post(http, auth, rid=2).status_code == 200
+    assert len(w.mcp_calls) == calls + 1  # no 401 round trip
+    assert [t["form"]["grant_type"] for t in w.as_.token_requests] == ["client_credentials"] * 2
+    assert w.as_.token_requests[1]["form"]["scope"] == "svc:read"
+
+
 def test_client_credentials_with_secret_post(rsps, http):
     w = World(rsps, as_metadata={"token_endpoint_auth_methods_supported": ["client_secret_post"]})
     w.preregister("svc", "s3cret")

@@ -274,6 +274,14 @@ class OAuth(AuthBase):
             return r
         if not same_origin(r.request.url or "", self._server_url):
             return r
+        try:
+            return self._handle_challenge(r, **kwargs)
+        except BaseException:
+            r.close()  # give the connection back before the error propagates
+            raise
+
+    def _handle_challenge(self, r: requests.Response, **kwargs: Any) -> requests.Response:
+        assert self._server_url is not None
         attempts = 0
         full_auth_done = False
         refresh_tried = False
@@ -355,6 +363,16 @@ class OAuth(AuthBase):
         if tok is None:
             return None
         if tok.expires_within(self.refresh_skew):
+            if self._grant == "client_credentials" and tok.issuer in self._asm and tok.resource:
+                try:
+                    self._client_credentials(
+                        self._asm[tok.issuer], tok.resource, tok.requested_scopes
+                    )
+                    return self._token
+                except AuthError as exc:
+                    log.info("client_credentials renewal failed: %s", exc)
+                    self._drop_token()
+                    return None
             if tok.refresh_token:
                 try:
                     self._refresh(tok)
@@ -476,16 +494,9 @@ class OAuth(AuthBase):
             previous=self._requested_scopes,
         )
         if self._grant == "client_credentials":
-            client = self._preregistered(asm)
-            assert client is not None
-            scopes = select_scopes(**scopes_args, asm=None, offline_access=False)
-            tok = client_credentials_grant(
-                self._http, asm, client, scopes=scopes, resource=resource,
-                timeout=self.timeout, allow_insecure=self.allow_insecure_http,
-            )  # fmt: skip
-            self._requested_scopes = scopes
-            self._set_token(tok)
-            log.info("obtained a client_credentials token from %s", asm.issuer)
+            self._client_credentials(
+                asm, resource, select_scopes(**scopes_args, asm=None, offline_access=False)
+            )
             return "client_credentials"
         scopes = select_scopes(**scopes_args, asm=asm, offline_access=self._offline_access)
         handler = self._redirect_handler()
@@ -523,6 +534,19 @@ class OAuth(AuthBase):
         self._set_token(tok)
         log.info("authorized %s with %s", short(self._server_url or ""), asm.issuer)
         return "authorize"
+
+    def _client_credentials(
+        self, asm: AuthServerMetadata, resource: str, scopes: list[str] | None
+    ) -> None:
+        client = self._preregistered(asm)
+        assert client is not None
+        tok = client_credentials_grant(
+            self._http, asm, client, scopes=scopes, resource=resource,
+            timeout=self.timeout, allow_insecure=self.allow_insecure_http,
+        )  # fmt: skip
+        self._requested_scopes = scopes
+        self._set_token(tok)
+        log.info("obtained a client_credentials token from %s", asm.issuer)
 
     def _redirect_handler(self) -> RedirectHandler:
         if self._redirect is None:

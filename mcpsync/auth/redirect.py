@@ -58,6 +58,21 @@ _DONE_PAGE = (
 )
 
 
+class _LoopbackServer(ThreadingHTTPServer):
+    """One named daemon thread per connection (the project names every thread)."""
+
+    daemon_threads = True
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        t = threading.Thread(
+            target=self.process_request_thread,
+            args=(request, client_address),
+            name="mcpsync-auth[loopback-conn]",
+            daemon=True,
+        )
+        t.start()
+
+
 class RedirectHandler:
     """Base class: override :meth:`prepare` and :meth:`complete`."""
 
@@ -97,7 +112,7 @@ class LoopbackRedirect(RedirectHandler):
         self.path = path if path.startswith("/") else "/" + path
         self.open_browser = open_browser
         self.print_fn = print_fn or (lambda s: print(s, file=sys.stderr, flush=True))
-        self._server: ThreadingHTTPServer | None = None
+        self._server: _LoopbackServer | None = None
         self._thread: threading.Thread | None = None
         self._expected_state: str | None = None
         self._result: str | None = None
@@ -114,7 +129,7 @@ class LoopbackRedirect(RedirectHandler):
         outer = self
 
         class _Handler(BaseHTTPRequestHandler):
-            timeout = 10
+            timeout = 5  # an idle (pre-)connection cannot hold a thread for long
 
             def do_GET(self) -> None:  # noqa: N802 - http.server API
                 outer._on_get(self)
@@ -123,12 +138,11 @@ class LoopbackRedirect(RedirectHandler):
                 return  # the query holds the code: never log it
 
         try:
-            server = ThreadingHTTPServer((self.host, self.port), _Handler)
+            server = _LoopbackServer((self.host, self.port), _Handler)
         except OSError as exc:
             raise AuthError(
                 f"cannot listen on {self.host}:{self.port} for the redirect: {exc.strerror}"
             ) from None
-        server.daemon_threads = True
         self._server = server
         port = server.server_address[1]
         self._thread = threading.Thread(
