@@ -57,6 +57,9 @@ class ProtectedMCPServer:
             def do_POST(self) -> None:  # noqa: N802
                 outer._post(self)
 
+            def do_DELETE(self) -> None:  # noqa: N802
+                outer._delete(self)
+
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
                 return
 
@@ -96,7 +99,42 @@ class ProtectedMCPServer:
         h.end_headers()
         h.wfile.write(data)
 
+    def _authorized(
+        self, h: BaseHTTPRequestHandler, method: str
+    ) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+        """(claims of a valid token, request record); without one, answers 401 (claims None)."""
+        auth = h.headers.get("Authorization") or ""
+        rec: dict[str, Any] = {"method": method, "token": auth.startswith("Bearer "), "status": 0}
+        with self._lock:
+            self.requests.append(rec)
+        claims = self._verify(auth[7:]) if auth.startswith("Bearer ") else None
+        if claims is None:
+            rec["status"] = 401
+            self._send(
+                h,
+                401,
+                {"error": "invalid_token"},
+                self._challenge(self.base_scope, "invalid_token"),
+            )
+        else:
+            rec["claims"] = claims
+        return claims, rec
+
+    def _delete(self, h: BaseHTTPRequestHandler) -> None:
+        claims, rec = self._authorized(h, "DELETE")
+        if claims is not None:
+            with self._lock:
+                self._sessions.discard(h.headers.get("Mcp-Session-Id") or "")
+            rec["status"] = 200
+            self._send(h, 200)
+
     def _get(self, h: BaseHTTPRequestHandler) -> None:
+        if h.path.split("?")[0] == "/mcp":  # no standalone SSE stream here
+            claims, rec = self._authorized(h, "GET")
+            if claims is not None:
+                rec["status"] = 405
+                self._send(h, 405, None, {"Allow": "POST, DELETE"})
+            return
         if h.path == "/.well-known/oauth-protected-resource/mcp":
             self._send(
                 h,
@@ -139,20 +177,9 @@ class ProtectedMCPServer:
         except ValueError:
             self._send(h, 400, {"error": "bad json"})
             return
-        method = msg.get("method", "")
-        auth = h.headers.get("Authorization") or ""
-        rec = {"method": method, "token": auth.startswith("Bearer "), "status": 0}
-        with self._lock:
-            self.requests.append(rec)
-        claims = self._verify(auth[7:]) if auth.startswith("Bearer ") else None
+        method = msg.get("method", "") if isinstance(msg, dict) else "batch"
+        claims, rec = self._authorized(h, method)
         if claims is None:
-            rec["status"] = 401
-            self._send(
-                h,
-                401,
-                {"error": "invalid_token"},
-                self._challenge(self.base_scope, "invalid_token"),
-            )
             return
         granted = set(str(claims.get("scope", "")).split())
         needed = [self.base_scope, *self.method_scopes.get(method, [])]
@@ -166,7 +193,6 @@ class ProtectedMCPServer:
             )
             return
         rec["status"] = 200
-        rec["claims"] = claims
         if "id" not in msg:  # notification
             self._send(h, 202)
             return
