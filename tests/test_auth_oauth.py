@@ -203,6 +203,21 @@ def test_403_without_insufficient_scope_is_returned_untouched(rsps, http):
     assert http.post("https://mcp.example.com/forbidden", json={}, auth=auth).status_code == 403
 
 
+def test_non_bearer_401_is_returned_untouched(rsps, http):
+    rsps.add(responses.POST, SERVER, status=401, headers={"WWW-Authenticate": 'Basic realm="x"'})
+    auth = OAuth(redirect=lambda u: pytest.fail("no authorization expected"))
+    assert post(http, auth).status_code == 401
+    assert len(rsps.calls) == 1  # no discovery either
+
+
+def test_401_without_any_challenge_still_starts_discovery(rsps, http):
+    w = World(rsps)
+    rsps.replace(responses.POST, SERVER, status=401)
+    with pytest.raises(AuthError):
+        post(http, OAuth(redirect=w.approve))
+    assert w.prm_requests  # it looked for metadata at the well-known URL
+
+
 def test_401_again_after_a_fresh_authorization_is_an_error_not_a_loop(rsps, http):
     w = World(rsps)
     w.valid_tokens = _AlwaysEmpty()  # the server accepts nothing

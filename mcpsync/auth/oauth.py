@@ -288,7 +288,10 @@ class OAuth(AuthBase):
         for _ in range(2 * self.max_auth_attempts + 2):  # hard bound on re-sends
             if r.status_code not in (401, 403):
                 return r
-            challenge = bearer_challenge(r.headers.get("WWW-Authenticate"))
+            header = r.headers.get("WWW-Authenticate")
+            challenge = bearer_challenge(header)
+            if header and challenge is None:
+                return r  # another scheme (Basic, DPoP-only...): not ours to answer
             step_up = challenge is not None and challenge.error == "insufficient_scope"
             if r.status_code == 403 and not step_up:
                 return r
