@@ -552,6 +552,9 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1000:.1f} ms"
 
 
+_INSTRUCTION_LINES = 8
+
+
 def print_inspect(report: dict[str, Any], out: _Out) -> None:
     info = report["server_info"]
     name = info.get("name", "?") + (f" {info['version']}" if info.get("version") else "")
@@ -565,9 +568,12 @@ def print_inspect(report: dict[str, Any], out: _Out) -> None:
         "capabilities  " + (", ".join(_capabilities_summary(report["capabilities"])) or "none"),
     ]
     if report["instructions"]:
-        instructions = report["instructions"].strip().splitlines()
-        lines.append("instructions  " + instructions[0])
-        lines += ["              " + line for line in instructions[1:]]
+        instructions = [line.rstrip() for line in report["instructions"].strip().splitlines()]
+        shown = instructions[:_INSTRUCTION_LINES]
+        if len(instructions) > len(shown):
+            shown.append(f"... ({len(instructions) - len(shown)} more lines; -o json shows all)")
+        lines.append("instructions  " + shown[0])
+        lines += [("              " + line).rstrip() for line in shown[1:]]
     phases = ", ".join(f"{k} {_ms(v)}" for k, v in report["phases"].items())
     listing = ", ".join(f"{k} {_ms(v)}" for k, v in report["listing"].items())
     lines.append(f"time          {phases}")

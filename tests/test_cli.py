@@ -430,29 +430,55 @@ def test_ctrl_c_during_smoke_leaves_no_server_behind(tmp_path: Path):
 # ----------------------------------------------------------------- HTTP servers
 
 
-def _need_http() -> None:
+def _need_http(*, legacy: bool = False) -> None:
     pytest.importorskip(
         "mcpsync.transports.streamable_http", reason="HTTP transport not merged yet"
     )
-    pytest.importorskip(
-        "mcpsync.transports.legacy_sse", reason="legacy SSE transport not merged yet"
-    )
+    if legacy:
+        pytest.importorskip(
+            "mcpsync.transports.legacy_sse", reason="legacy SSE transport not merged yet"
+        )
 
 
 @pytest.mark.real
 def test_http_inspect_call_and_smoke(tmp_path: Path):
     _need_http()
-    from servers.launch import everything_http, everything_sse, sdk_server_http
+    from servers.launch import everything_http
 
-    with everything_http() as http, everything_sse() as sse, sdk_server_http() as sdk:
+    with everything_http() as http:
+        cfg = _write_config(
+            tmp_path / "mcp.json",
+            {
+                "web": {"type": "http", "url": http.url},
+                "demo": {"command": DEMO[0], "args": DEMO[1:]},
+            },
+        )
+        p = run("smoke", str(cfg), "--call", "echo", "--args", '{"message": "m"}')
+        assert p.returncode == 0, p.stdout + p.stderr
+        assert "2/2 servers up" in p.stdout and "echo: 2/2 calls ok" in p.stdout
+        assert any(
+            line.split()[:3] == ["web", "ready", "streamable-http"]
+            for line in p.stdout.splitlines()
+        )
         p = run("inspect", http.url, "--json")
         assert p.returncode == 0, p.stderr
         report = json.loads(p.stdout)
         assert report["transport"] == "streamable-http" and report["auth"] == "none"
-        assert len(report["tools"]) > 5
+        assert len(report["tools"]) > 5 and report["instructions"]
+        p = run("inspect", http.url)
+        assert p.returncode == 0, p.stderr
+        assert "more lines; -o json shows all" in p.stdout  # long instructions are cut
         p = run("call", http.url, "echo", "message=over http", "-H", "X-Test: 1")
         assert p.returncode == 0, p.stderr
         assert "over http" in p.stdout
+
+
+@pytest.mark.real
+def test_http_sse_fallback_and_smoke(tmp_path: Path):
+    _need_http(legacy=True)
+    from servers.launch import everything_http, everything_sse, sdk_server_http
+
+    with everything_http() as http, everything_sse() as sse, sdk_server_http() as sdk:
         # auto: a legacy SSE server is found through the fallback
         p = run("tools", sse.url, "--json")
         assert p.returncode == 0, p.stderr
