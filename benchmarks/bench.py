@@ -703,14 +703,7 @@ def _start_http_server(kind: str) -> tuple[subprocess.Popen[str], str]:
         argv = [PYTHON, os.path.join(HERE, "http_server.py"), "--port", "0"]
         stream_name, prefix = "stdout", "listening "
     else:
-        argv = [
-            PYTHON,
-            os.path.join(ROOT, "tests", "servers", "sdk_server.py"),
-            "http",
-            "--port",
-            "0",
-        ]
-        argv += ["--stateless", "--json"]
+        argv = [PYTHON, os.path.join(HERE, "sdk_http_server.py"), "--port", "0"]
         stream_name, prefix = "stderr", "sdk_server ready: "
     proc = subprocess.Popen(
         argv,
@@ -934,7 +927,7 @@ def run_http(
         summary["mcpsync"] = {"error": "skipped (no Streamable HTTP transport yet)"}
     report["http"] = {"server": args.http_server, "url": url, "rounds": rounds, "summary": summary}
     server = "benchmarks/http_server.py (stdlib, stateless JSON)" if args.http_server == "stdlib" else (
-        "tests/servers/sdk_server.py http --stateless --json"
+        "benchmarks/sdk_http_server.py (official SDK server, stateless JSON)"
     )  # fmt: skip
     text = render(
         f"http: {server}; bare = http.client keep-alive, a connection per thread",
