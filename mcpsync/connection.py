@@ -367,6 +367,9 @@ class Connection:
                 return
             if isinstance(message, tuple):  # a response that waited for its progress reports
                 self._resolve(*message)
+                wakeup = getattr(self.transport, "wakeup", None)
+                if wakeup is not None:  # the caller may be reading the transport itself
+                    wakeup()
                 continue
             method = message.get("method")
             params = message.get("params") or {}

@@ -207,3 +207,27 @@ def test_works_where_sys_stderr_has_no_file_descriptor(monkeypatch, no_leaks):
     monkeypatch.setattr(sys, "stderr", io.StringIO())  # as in Jupyter: no fileno()
     with mcpsync.Session.connect(demo_argv()) as s:
         assert s.call_tool("echo", {"message": "nb"}).content[0].text == "nb"
+
+
+def test_calls_with_progress_callbacks_do_not_stall(no_leaks):
+    # Such replies are resolved on the dispatch thread; the caller reading stdout must be woken.
+    with mcpsync.Session.connect(demo_argv()) as s:
+        done = threading.Event()
+
+        def thirty_calls():
+            for _ in range(30):
+                s.call_tool("echo", {"message": "x"}, on_progress=lambda p: None)
+            done.set()
+
+        worker = threading.Thread(target=thirty_calls)
+        worker.start()
+        assert done.wait(10), "30 calls with on_progress took over 10 s (a stall of ~1 s each)"
+        worker.join()
+
+
+def test_a_closed_transport_cannot_be_started(no_leaks):
+    transport = StdioTransport(demo_argv())
+    transport.close()
+    with pytest.raises(mcpsync.TransportError):
+        transport.start(lambda m: None, lambda e: None)
+    assert transport.process is None

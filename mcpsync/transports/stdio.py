@@ -117,6 +117,7 @@ class StdioTransport(Transport):
         self._discarding = False
         self._fd = -1
         self._caller_poll: Any = None
+        self._wake_r = self._wake_w = -1
         self.wait_for = self._wait_for if hasattr(select, "poll") else None
 
     # -- Transport -------------------------------------------------------------------
@@ -125,6 +126,8 @@ class StdioTransport(Transport):
         return f"stdio: {' '.join(self.argv)}"
 
     def start(self, on_message: OnMessage, on_close: OnClose, on_error: OnError | None = None) -> None:
+        if self._closing.is_set() or self.process is not None:
+            raise TransportError(f"stdio transport to {self.name!r} was already started or closed")
         try:
             self.process = subprocess.Popen(
                 self.argv,
@@ -149,6 +152,11 @@ class StdioTransport(Transport):
         if self.wait_for is not None:
             self._caller_poll = select.poll()
             self._caller_poll.register(self._fd, select.POLLIN)
+            # A reading caller sleeps in poll(); wakeup() writes here to make it look again.
+            self._wake_r, self._wake_w = os.pipe()
+            os.set_blocking(self._wake_r, False)
+            os.set_blocking(self._wake_w, False)
+            self._caller_poll.register(self._wake_r, select.POLLIN)
         # daemon: a session the caller forgot to close must not hang interpreter exit
         self._reader = threading.Thread(
             target=self._background_reader, name=f"mcpsync-stdio-reader[{self.name}]", daemon=True
@@ -220,9 +228,14 @@ class StdioTransport(Transport):
                 if self._role.acquire(blocking=False):
                     try:
                         while not future.done() and not self._eof:
-                            if not self._caller_poll.poll(remaining * 1000):
+                            events = self._caller_poll.poll(remaining * 1000)
+                            if not events:
                                 return
-                            self._read_once()
+                            for fd, _ in events:
+                                if fd == self._fd:
+                                    self._read_once()
+                                else:
+                                    self._drain_wakeups()
                             remaining = deadline - time.monotonic()
                     finally:
                         self._role.release()
@@ -236,6 +249,21 @@ class StdioTransport(Transport):
         finally:
             with self._waiters_lock:
                 self._waiters -= 1
+
+    def wakeup(self) -> None:
+        """Make a caller that reads stdout look at its future again (resolved elsewhere)."""
+        if self._wake_w >= 0:
+            try:
+                os.write(self._wake_w, b"x")
+            except (BlockingIOError, OSError):
+                pass  # already signalled, or closed
+
+    def _drain_wakeups(self) -> None:
+        try:
+            while os.read(self._wake_r, 4096):
+                pass
+        except (BlockingIOError, OSError):
+            pass
 
     def _background_reader(self) -> None:
         """Reads while no caller does (notifications, server requests, idle EOF)."""
@@ -427,6 +455,13 @@ class StdioTransport(Transport):
             thread.join(timeout=self.shutdown_timeout)
             if thread.is_alive():
                 log.warning("mcpsync: thread %s did not stop", thread.name)
+        for fd in (self._wake_r, self._wake_w):
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self._wake_r = self._wake_w = -1
         if proc is not None:
             for pipe in (proc.stdout, proc.stderr):
                 if pipe is not None:
