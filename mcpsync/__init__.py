@@ -10,6 +10,18 @@ blocking API) -> ``host`` (many servers) -> ``cli``.
         print([t.name for t in s.list_tools()])
 """
 
+from . import display, handlers
+from .config import (
+    AuthSettings,
+    Config,
+    ConfigEntryError,
+    InputSpec,
+    ServerEntry,
+    default_config_paths,
+    load_config,
+    oauth_for_entry,
+    parse_entry,
+)
 from .connection import Progress
 from .errors import (
     AuthError,
@@ -27,6 +39,7 @@ from .errors import (
     TransportError,
     VersionMismatch,
 )
+from .host import ConsentDenied, Host, HostTool, ServerStatus, UnknownTool, ask_on_terminal
 from .session import Session
 
 __version__ = "0.1.0"
@@ -34,6 +47,23 @@ __version__ = "0.1.0"
 __all__ = [
     "Session",
     "Progress",
+    "Host",
+    "HostTool",
+    "ServerStatus",
+    "ServerEntry",
+    "Config",
+    "AuthSettings",
+    "InputSpec",
+    "load_config",
+    "parse_entry",
+    "default_config_paths",
+    "oauth_for_entry",
+    "ask_on_terminal",
+    "display",
+    "handlers",
+    "ConfigEntryError",
+    "ConsentDenied",
+    "UnknownTool",
     "MCPSyncError",
     "AuthError",
     "CapabilityError",
