@@ -653,8 +653,23 @@ def _verdict(ratio: float | None, target: tuple[str, float] | None) -> str:
     return f"{text}  {'ok' if ok else 'MISS'}"
 
 
+def per_round_ratios(rounds: list[dict[str, Any]]) -> dict[str, list[float]]:
+    """mcpsync/bare of the sequential and 8-thread rates, round by round (the spread)."""
+    out: dict[str, list[float]] = {"seq": [], "threads": []}
+    for r in rounds:
+        ours, bare = r.get("mcpsync", {}), r.get("bare", {})
+        if "error" in ours or "error" in bare or not ours or not bare:
+            continue
+        for key in out:
+            out[key].append((ours[key]["n"] / ours[key]["s"]) / (bare[key]["n"] / bare[key]["s"]))
+    return out
+
+
 def render(
-    title: str, summary: dict[str, dict[str, Any]], targets: dict[str, tuple[str, float]]
+    title: str,
+    summary: dict[str, dict[str, Any]],
+    targets: dict[str, tuple[str, float]],
+    rounds: list[dict[str, Any]] | None = None,
 ) -> str:
     lines = [title]
     for client in CLIENTS:
@@ -678,8 +693,17 @@ def render(
             f"   {_verdict(r_m, targets.get(key))}"
         )
     lines.append(
-        "  (ratios are of the numbers shown: for rates higher is better, for times and MB lower is better)"
+        "  (each number: the best over the rounds; ratios are of the numbers shown: for rates higher"
+        " is better, for times and MB lower is better)"
     )
+    spread = per_round_ratios(rounds or [])
+    if len(spread["seq"]) > 1:
+        lines.append(
+            "  mcpsync/bare round by round: sequential "
+            + ", ".join(f"{x:.2f}x" for x in spread["seq"])
+            + "; 8 threads "
+            + ", ".join(f"{x:.2f}x" for x in spread["threads"])
+        )
     return "\n".join(lines)
 
 
@@ -885,7 +909,7 @@ def main(argv: list[str] | None = None) -> int:
             "imports_s": imports,
         }
         title = f"stdio: {' '.join(['python', *DEMO_ARGV[1:]])}, echo {json.dumps(ECHO_ARGS)}"
-        output += ["", render(title, summary, STDIO_TARGETS), "", render_imports(imports)]
+        output += ["", render(title, summary, STDIO_TARGETS, rounds), "", render_imports(imports)]
 
     if args.only in (None, "http"):
         output.append("")
@@ -933,6 +957,7 @@ def run_http(
         f"http: {server}; bare = http.client keep-alive, a connection per thread",
         summary,
         HTTP_TARGETS,
+        rounds,
     )
     text = text.replace("bring-up: spawn+initialize", "bring-up: connect+initialize")
     return text + ("\n" + note if note else "")
