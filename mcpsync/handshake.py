@@ -39,6 +39,12 @@ class Handshake:
     instructions: str | None
     raw: dict[str, Any] = field(repr=False)
     seconds: float = 0.0
+    #: "legacy" (initialize handshake) or "modern" (2026-07-28, per-request ``_meta``)
+    era: str = "legacy"
+    #: how the era was chosen, in words (e.g. "server/discover answered -32601: legacy server")
+    era_reason: str = ""
+    #: the versions the server listed (modern bring-up only)
+    supported_versions: tuple[str, ...] = ()
 
 
 def initialize(
@@ -58,7 +64,9 @@ def initialize(
     """
     offer = protocol_version or LATEST_HANDSHAKE_VERSION
     if offer not in HANDSHAKE_VERSIONS:
-        raise HandshakeError(f"protocol version {offer!r} has no initialize handshake; use one of {HANDSHAKE_VERSIONS}")
+        raise HandshakeError(
+            f"protocol version {offer!r} has no initialize handshake; use one of {HANDSHAKE_VERSIONS}"
+        )
     started = time.perf_counter()
     params = {"protocolVersion": offer, "capabilities": capabilities, "clientInfo": client_info}
     result = conn.wait(conn.request("initialize", params, timeout=timeout))

@@ -35,7 +35,8 @@ from .errors import (
     ProtocolError,
     ServerError,
 )
-from .handshake import HANDSHAKE_VERSIONS, Handshake, initialize
+from .handshake import Handshake
+from .modern import ModernFuture, ModernWire, negotiate, resolve_era, server_identity
 from .transports.base import Transport
 
 if TYPE_CHECKING:
@@ -160,6 +161,9 @@ class Session:
         self.strict = strict
         self.phases: dict[str, float] = {}
         self.era: Literal["legacy", "modern"] = "legacy"
+        #: how bring-up chose the era, in words
+        self.era_reason = ""
+        self._modern: ModernWire | None = None
         self.reinitializations = 0
         self._handshake: Handshake | None = None
         self._init_args: dict[str, Any] = {}
@@ -227,8 +231,8 @@ class Session:
             raise ConfigError(
                 f"cannot connect to {target!r}: give a URL, a command as a list of arguments, or a Transport"
             )
-        if era == "modern" or (protocol_version and protocol_version not in HANDSHAKE_VERSIONS):
-            raise ConfigError("the 2026-07-28 (modern) era is not available yet; use era='legacy'")
+        resolve_era(era, protocol_version)  # ConfigError before anything starts
+        server_key, credential_key = server_identity(target, env=env, cwd=cwd, headers=headers, auth=auth)
 
         info = dict(client_info or CLIENT_INFO)
         last_error: BaseException | None = None
@@ -238,7 +242,9 @@ class Session:
             conn = Connection(chosen, name=name, default_timeout=timeout)
             session = cls(conn, name=name, strict=strict)
             session._install_handlers(sampling_handler, elicitation_handler, roots, on_log)
-            session._init_args = {"client_info": info, "protocol_version": protocol_version, "timeout": connect_timeout}
+            session._init_args = {"client_info": info, "protocol_version": protocol_version, "timeout": connect_timeout,
+                                  "era": era, "server_key": server_key, "credential_key": credential_key}  # fmt: skip
+            session._keep_alive = auth
             try:
                 conn.start()
                 session.phases["transport"] = time.perf_counter() - t0
@@ -253,22 +259,33 @@ class Session:
             except BaseException:
                 conn.close()
                 raise
-            conn.reinitialize = session._reinitialize
+            if session.era == "legacy":
+                conn.reinitialize = session._reinitialize
             session.phases["total"] = time.perf_counter() - started
             return session
         assert last_error is not None
         raise last_error
 
-    def _initialize(self) -> None:
-        handshake = initialize(self._conn, capabilities=self._client_capabilities, **self._init_args)
+    def _initialize(self, era: str | None = None) -> None:
+        args = dict(self._init_args)
+        if era is not None:
+            args["era"] = era
+        handshake = negotiate(self._conn, capabilities=self._client_capabilities, **args)
         self._handshake = handshake
-        self.phases["initialize"] = handshake.seconds
+        self.era = handshake.era  # type: ignore[assignment]
+        self.era_reason = handshake.era_reason
+        self.phases["discover" if handshake.era == "modern" else "initialize"] = handshake.seconds
+        if handshake.era == "modern":
+            self._modern = ModernWire(
+                self, handshake, server_key=args.get("server_key"), credential_key=args.get("credential_key"),
+                keep_alive=getattr(self, "_keep_alive", None),
+            )  # fmt: skip
 
     def _reinitialize(self) -> None:
         """The HTTP session expired: bring it up again with the same capabilities."""
         log.warning("mcpsync: session with %s expired; initializing again", self.name)
         self.reinitializations += 1
-        self._initialize()
+        self._initialize(era="legacy")
         with self._cache_lock:
             self._tools = None
             self._list_cache.clear()
@@ -344,6 +361,8 @@ class Session:
 
     def close(self) -> None:
         """Close the session: the transport, the server process, every thread. Idempotent."""
+        if self._modern is not None:
+            self._modern.close()
         self._conn.close()
 
     def __enter__(self) -> Session:
@@ -379,6 +398,9 @@ class Session:
         max_timeout: float | None = None,
     ) -> Future[Any]:
         self._require(method)
+        if self._modern is not None:
+            return self._modern.submit(method, params, convert, timeout=timeout, on_progress=on_progress,
+                                       reset_timeout_on_progress=reset_timeout_on_progress, max_timeout=max_timeout)  # fmt: skip
         raw = self._conn.request(
             method,
             params,
@@ -392,6 +414,8 @@ class Session:
     def _call(self, method: str, params: dict[str, Any] | None, convert: Callable[[Any], Any], **options: Any) -> Any:
         """The blocking twin of ``_submit``: wait on the raw future, convert in this thread."""
         self._require(method)
+        if self._modern is not None:
+            return self._modern.call(method, params, convert, **options)
         return convert(self._conn.wait(self._conn.request(method, params, **options)))
 
     def _paginate(self, method: str, key: str, model: str, params: dict[str, Any] | None = None) -> Future[Any]:
@@ -405,7 +429,10 @@ class Session:
             if cursor is not None:
                 page_params["cursor"] = cursor
             try:
-                page = self._conn.request(method, page_params or None)
+                if self._modern is not None:  # cache hints, x-mcp-header checks
+                    page = self._modern.request_page(method, page_params or None)
+                else:
+                    page = self._conn.request(method, page_params or None)
             except MCPSyncError as exc:
                 _settle(result, exc)
                 return
@@ -445,6 +472,8 @@ class Session:
         return result
 
     def _wait(self, future: Future[Any]) -> Any:
+        if isinstance(future, ModernFuture):  # may span several requests: each bounds itself
+            return future.wait()
         return self._conn.wait(future)
 
     # -- ping --------------------------------------------------------------------------
@@ -472,7 +501,10 @@ class Session:
 
     def list_tools(self, *, refresh: bool = False) -> list[Tool]:
         """Every tool the server offers (all pages). Cached until the server says the list changed."""
-        if not refresh and self._tools is not None:
+        if self._modern is not None:  # modern: the hint cache decides what is fresh
+            if refresh:
+                self._modern.forget_cached("tools/list")
+        elif not refresh and self._tools is not None:
             return list(self._tools)
         return list(self._wait(self.submit_list_tools()))
 
@@ -581,7 +613,13 @@ class Session:
         self._subscriptions.setdefault(uri, []).append(callback)
         if first:
             try:
-                self._wait(self._submit("resources/subscribe", {"uri": uri}, lambda _: None))
+                if self._modern is not None:  # subscriptions/listen with this URI in the filter
+                    self._require("resources/subscribe")
+                    honored = self._modern.listener.update(timeout=self._conn.default_timeout) or {}
+                    if uri not in (honored.get("resourceSubscriptions") or ()):
+                        raise CapabilityError(f"server {self.name!r} did not agree to send updates for {uri!r}")
+                else:
+                    self._wait(self._submit("resources/subscribe", {"uri": uri}, lambda _: None))
             except BaseException:
                 self._subscriptions.pop(uri, None)
                 raise
@@ -590,7 +628,10 @@ class Session:
         """Stop updates for ``uri``."""
         uri = str(uri)
         if self._subscriptions.pop(uri, None) is not None:
-            self._wait(self._submit("resources/unsubscribe", {"uri": uri}, lambda _: None))
+            if self._modern is not None:
+                self._modern.listener.update(timeout=self._conn.default_timeout)
+            else:
+                self._wait(self._submit("resources/unsubscribe", {"uri": uri}, lambda _: None))
 
     # -- prompts -----------------------------------------------------------------------
 
@@ -645,6 +686,9 @@ class Session:
         """Ask the server to send log messages at ``level`` and above."""
         if level not in _LOG_LEVELS:
             raise ConfigError(f"unknown log level {level!r}; expected one of {', '.join(_LOG_LEVELS)}")
+        if self._modern is not None:  # 2026-07-28: a _meta field of every request; nothing to send
+            self._modern.set_log_level(level)
+            return
         self._wait(self._submit("logging/setLevel", {"level": level}, lambda _: None))
 
     # -- roots (client side) -------------------------------------------------------------
@@ -654,7 +698,8 @@ class Session:
         if "roots" not in self._client_capabilities:
             raise CapabilityError("connect with roots=... to offer roots to the server")
         self._roots = roots
-        self._conn.notify("notifications/roots/list_changed")
+        if self._modern is None:  # modern servers ask for roots with each request
+            self._conn.notify("notifications/roots/list_changed")
 
     def _answer_roots(self, params: dict[str, Any]) -> dict[str, Any]:
         roots = self._roots() if callable(self._roots) else self._roots
@@ -672,12 +717,19 @@ class Session:
     def on_tools_changed(self, callback: Callable[[], None]) -> None:
         """Run ``callback()`` when the server says its tool list changed."""
         self._list_changed["tools"].append(callback)
+        self._listen_changed()
 
     def on_resources_changed(self, callback: Callable[[], None]) -> None:
         self._list_changed["resources"].append(callback)
+        self._listen_changed()
 
     def on_prompts_changed(self, callback: Callable[[], None]) -> None:
         self._list_changed["prompts"].append(callback)
+        self._listen_changed()
+
+    def _listen_changed(self) -> None:
+        if self._modern is not None:  # modern: change notifications come on subscriptions/listen
+            self._modern.listener.update(wait=False)
 
     def on_notification(self, callback: Callable[[str, dict[str, Any]], None]) -> None:
         """Run ``callback(method, params)`` for every notification from the server."""
