@@ -75,6 +75,34 @@ def test_dcr_flow_pkce_state_resource_and_resend(rsps, http):
     assert auth.authorized and auth.issuer == ISSUER
 
 
+def test_resend_keeps_headers_and_cookies(rsps, http):
+    w = World(rsps)
+    seen = []
+    original = w._mcp
+
+    def mcp(req):
+        seen.append(
+            (
+                req.headers.get("MCP-Protocol-Version"),
+                req.headers.get("Mcp-Session-Id"),
+                req.headers.get("Cookie"),
+            )
+        )
+        status, headers, body = original(req)
+        if status == 401:
+            headers = {**headers, "Set-Cookie": "lb=node7; Path=/"}
+        return status, headers, body
+
+    rsps.remove(responses.POST, SERVER)  # wrap the World's MCP endpoint
+    rsps.add_callback(responses.POST, SERVER, callback=mcp)
+    hdrs = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Session-Id": "sid-1"}
+    r = http.post(
+        SERVER, json=rpc("tools/list"), headers=hdrs, auth=OAuth(redirect=w.approve), timeout=5
+    )
+    assert r.status_code == 200
+    assert seen == [("2026-07-28", "sid-1", None), ("2026-07-28", "sid-1", "lb=node7")]
+
+
 def test_next_requests_reuse_the_token(rsps, http):
     w = World(rsps)
     auth = OAuth(redirect=w.approve)
