@@ -22,7 +22,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future, InvalidStateError
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, NamedTuple
@@ -95,6 +95,9 @@ class Connection:
         self.notification_handler = notification_handler
         #: adds per-request `_meta` entries (the 2026-07-28 wire); set by the handshake
         self.meta_provider: Callable[[str], dict[str, Any]] | None = None
+        #: cancels a request another way (2026-07-28 HTTP: close its stream); True = done,
+        #: no ``notifications/cancelled`` is sent. Set by the modern bring-up.
+        self.cancel_hook: Callable[[Any], bool] | None = None
         #: called when the transport reports an expired HTTP session; must re-initialize
         self.reinitialize: Callable[[], None] | None = None
         #: garbage on the wire and stray responses, as ProtocolErrors (most recent last)
@@ -160,12 +163,14 @@ class Connection:
         on_progress: Callable[[Progress], None] | None = None,
         reset_timeout_on_progress: bool = False,
         max_timeout: float | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> Future[Any]:
         """Send a request; the future resolves to the raw ``result`` dict.
 
         ``timeout`` (seconds, None = no limit) defaults to the connection's. With
         ``reset_timeout_on_progress`` each progress report restarts the timeout, but
-        never past ``max_timeout`` from the start (default: 10 x timeout).
+        never past ``max_timeout`` from the start (default: 10 x timeout). ``headers``:
+        extra HTTP headers for this request (``Mcp-Param-*``), for transports that take them.
         """
         if self._closed:
             raise self._closed_error()
@@ -198,19 +203,22 @@ class Connection:
             call.hard_deadline = now + (max_timeout if max_timeout is not None else 10 * timeout)
             self._schedule(call.deadline)
         future.add_done_callback(self._on_future_done)
-        self._send_request(message, call, timeout)
+        if headers:
+            self._send_request(message, call, timeout, headers=headers)
+        else:
+            self._send_request(message, call, timeout)
         return future
 
-    def _send_request(self, message: Message, call: _Call, timeout: float | None) -> None:
+    def _send_request(self, message: Message, call: _Call, timeout: float | None, **extra: Any) -> None:
         try:
-            self.transport.send(message, timeout=timeout)
+            self.transport.send(message, timeout=timeout, **extra)
         except SessionExpired as expired:
             if self.reinitialize is None or call.method == "initialize":
                 self._retire(call, expired)
                 return
             try:
                 self._reinitialize_once()
-                self.transport.send(message, timeout=timeout)
+                self.transport.send(message, timeout=timeout, **extra)
             except BaseException as exc:  # noqa: BLE001 - handed to the caller via the future
                 self._retire(call, exc)
         except MCPSyncError as exc:
@@ -497,6 +505,8 @@ class Connection:
 
     def _send_cancelled(self, call: _Call, reason: str) -> None:
         if call.method == "initialize":  # the spec forbids cancelling initialize
+            return
+        if self.cancel_hook is not None and self.cancel_hook(call.id):
             return
         try:
             self.notify("notifications/cancelled", {"requestId": call.id, "reason": reason})
