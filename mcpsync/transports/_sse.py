@@ -1,0 +1,187 @@
+"""Server-Sent Events parsing shared by the HTTP transports.
+
+Owns: turning the bytes of a ``text/event-stream`` body into events, incrementally and in
+linear time, following the WHATWG event-stream interpretation rules: lines end in CRLF,
+LF or CR; ``:`` starts a comment (keep-alives); ``data`` lines are joined with LF;
+``id`` sets the last event id as soon as it is read, so the id of the data-less
+"priming" event MCP servers send (``id: x`` + ``data:``) counts for resumption;
+``retry`` sets the reconnection delay; an event without any ``data`` line is not
+dispatched, one with an empty ``data`` line is (with empty data; callers skip it).
+
+Why not sseclient-py: it only reports an id through a dispatched event, so the id and
+``retry`` of a data-less priming event are lost, and resumption after such an event is
+impossible. This parser also keeps event data as bytes (``json.loads`` takes bytes), and
+caps one event at ``max_event_bytes`` instead of failing large results.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import NamedTuple
+
+__all__ = ["SSEEvent", "SSEParser", "EventTooLarge"]
+
+
+class SSEEvent(NamedTuple):
+    """One dispatched event: its type (default ``message``), data (bytes) and id."""
+
+    event: str
+    data: bytes
+    id: str | None
+
+
+class EventTooLarge(Exception):
+    """One event grew past the parser's limit; the parser skips it and goes on."""
+
+    def __init__(self, size: int, limit: int) -> None:
+        self.size = size
+        self.limit = limit
+        super().__init__(f"an SSE event exceeded {limit} bytes and was discarded")
+
+
+class SSEParser:
+    """Incremental event-stream parser: ``feed(chunk)`` yields complete events.
+
+    State that outlives one event: ``last_event_id`` (what to send as ``Last-Event-ID``
+    on reconnection) and ``retry`` (the server's reconnection delay, in seconds).
+    ``feed`` yields an ``EventTooLarge`` instance (not raised) for an event over the cap,
+    so a caller can report it and keep reading.
+    """
+
+    __slots__ = (
+        "max_event_bytes",
+        "last_event_id",
+        "retry",
+        "_parts",
+        "_part_bytes",
+        "_data",
+        "_data_bytes",
+        "_event",
+        "_pending_cr",
+        "_oversize",
+        "_skip_line",
+    )
+
+    def __init__(self, max_event_bytes: int = 256 * 1024 * 1024) -> None:
+        self.max_event_bytes = max_event_bytes
+        self.last_event_id: str | None = None
+        self.retry: float | None = None
+        self._parts: list[bytes] = []  # an incomplete line, in pieces (no quadratic joins)
+        self._part_bytes = 0
+        self._data: list[bytes] = []
+        self._data_bytes = 0
+        self._event = ""
+        self._pending_cr = False  # the last chunk ended in CR: a following LF belongs to it
+        self._oversize = 0  # > 0 while skipping the rest of an event over the cap
+        self._skip_line = False  # the current line overflowed: drop it up to its end
+
+    def feed(self, chunk: bytes) -> Iterator[SSEEvent | EventTooLarge]:
+        """Parse ``chunk``; yield every event it completes."""
+        if not chunk:
+            return
+        if self._pending_cr:
+            self._pending_cr = False
+            if chunk[:1] == b"\n":
+                chunk = chunk[1:]
+        if b"\r" in chunk:
+            chunk = chunk.replace(b"\r\n", b"\n")
+            if chunk[-1:] == b"\r":
+                self._pending_cr = True
+            chunk = chunk.replace(b"\r", b"\n")
+        start = 0
+        find = chunk.find
+        while True:
+            end = find(b"\n", start)
+            if end < 0:
+                if start < len(chunk):
+                    self._add_partial(chunk[start:] if start else chunk)
+                return
+            if self._parts:
+                self._parts.append(chunk[start:end])
+                line = b"".join(self._parts)
+                self._parts.clear()
+                self._part_bytes = 0
+            else:
+                line = chunk[start:end]
+            start = end + 1
+            if self._skip_line:  # the rest of a line that overflowed the cap
+                self._skip_line = False
+            elif line:
+                self._field(line)
+            else:
+                event = self._dispatch()
+                if event is not None:
+                    yield event
+
+    def finish(self) -> None:
+        """The stream ended: an event without its final blank line is dropped (per spec)."""
+        self._parts.clear()
+        self._part_bytes = 0
+        self._skip_line = False
+        self._pending_cr = False
+        self._reset_event()
+
+    # -- internals -------------------------------------------------------------------
+
+    def _add_partial(self, piece: bytes) -> None:
+        if self._skip_line:
+            self._oversize += len(piece)
+            return
+        self._parts.append(piece)
+        self._part_bytes += len(piece)
+        if self._part_bytes + self._data_bytes > self.max_event_bytes:
+            self._oversize += self._part_bytes + self._data_bytes
+            self._skip_line = True
+            self._parts.clear()
+            self._part_bytes = 0
+            self._data.clear()
+            self._data_bytes = 0
+
+    def _field(self, line: bytes) -> None:
+        if line[0] == 0x3A:  # ':' a comment (keep-alive)
+            return
+        colon = line.find(b":")
+        if colon < 0:
+            name, value = line, b""
+        else:
+            name = line[:colon]
+            value = line[colon + 2 :] if line[colon + 1 : colon + 2] == b" " else line[colon + 1 :]
+        if name == b"data":
+            if self._oversize:
+                self._oversize += len(value)
+                return
+            self._data.append(value)
+            self._data_bytes += len(value) + 1
+            if self._data_bytes > self.max_event_bytes:
+                self._oversize = self._data_bytes
+                self._data.clear()
+                self._data_bytes = 0
+        elif name == b"event":
+            self._event = value.decode("utf-8", "replace")
+        elif name == b"id":
+            if b"\x00" not in value:  # the spec ignores ids containing NULL
+                self.last_event_id = value.decode("utf-8", "replace")
+        elif name == b"retry":
+            if value.isdigit():
+                self.retry = int(value) / 1000.0
+        # other field names are ignored
+
+    def _dispatch(self) -> SSEEvent | EventTooLarge | None:
+        if self._oversize:
+            error = EventTooLarge(self._oversize, self.max_event_bytes)
+            self._oversize = 0
+            self._reset_event()
+            return error
+        if not self._data:
+            self._event = ""  # data-less events (priming, retry-only) are not dispatched
+            return None
+        data = self._data[0] if len(self._data) == 1 else b"\n".join(self._data)
+        event = SSEEvent(self._event or "message", data, self.last_event_id)
+        self._reset_event()
+        return event
+
+    def _reset_event(self) -> None:
+        self._data.clear()
+        self._data_bytes = 0
+        self._event = ""
+        self._oversize = 0
