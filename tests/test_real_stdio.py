@@ -99,7 +99,8 @@ def test_everything_server_subscriptions(no_leaks):
 
 def test_official_sdk_server_over_stdio(no_leaks):
     seen: dict = {}
-    with mcpsync.Session.connect(sdk_stdio_argv(), timeout=30, **handlers(seen)) as s:
+    # era="legacy": this SDK server speaks both eras; auto-detection is tested in test_modern_*.
+    with mcpsync.Session.connect(sdk_stdio_argv(), timeout=30, era="legacy", **handlers(seen)) as s:
         assert s.protocol_version == "2025-11-25"
         tools = {t.name for t in s.list_tools()}
         assert {"echo", "add", "long_running", "sample", "elicit", "list_roots"} <= tools

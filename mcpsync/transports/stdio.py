@@ -109,6 +109,7 @@ class StdioTransport(Transport):
         self._role = threading.Lock()
         self._role_cv = threading.Condition()
         self._waiters_lock = threading.Lock()
+        self._parked: dict[int, tuple[Any, threading.Event]] = {}  # callers waiting for the role
         self._waiters = 0
         self._last_send = 0.0
         self._eof = False
@@ -227,28 +228,52 @@ class StdioTransport(Transport):
                     return
                 if self._role.acquire(blocking=False):
                     try:
-                        while not future.done() and not self._eof:
-                            events = self._caller_poll.poll(remaining * 1000)
-                            if not events:
-                                return
-                            for fd, _ in events:
-                                if fd == self._fd:
-                                    self._read_once()
-                                else:
-                                    self._drain_wakeups()
-                            remaining = deadline - time.monotonic()
+                        self._read_until(future, deadline)
                     finally:
                         self._role.release()
-                        if self._waiters > 1:  # hand the role on: wake the other callers
-                            with self._role_cv:
-                                self._role_cv.notify_all()
-                else:  # another caller reads; it wakes us when it delivered something
-                    with self._role_cv:
-                        if not future.done():
-                            self._role_cv.wait(min(remaining, 0.05))
+                        if self._parked:
+                            self._wake_parked(hand_over=True)
+                else:  # another thread reads; it wakes us when our reply came or it is done
+                    self._park(future, min(remaining, 0.05))
         finally:
             with self._waiters_lock:
                 self._waiters -= 1
+
+    def _read_until(self, future: Any, deadline: float) -> None:
+        poll = self._caller_poll.poll
+        while not future.done() and not self._eof:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            events = poll(remaining * 1000)
+            if not events:
+                return
+            for fd, _ in events:
+                if fd == self._fd:
+                    self._read_once()
+                else:
+                    self._drain_wakeups()
+
+    def _park(self, future: Any, timeout: float) -> None:
+        event = threading.Event()
+        key = id(event)
+        self._parked[key] = (future, event)
+        try:
+            # Registered first, then looked: a reader that finishes now will see us.
+            if self._role.locked() and not future.done():
+                event.wait(timeout)
+        finally:
+            self._parked.pop(key, None)
+
+    def _wake_parked(self, hand_over: bool = False, everyone: bool = False) -> None:
+        """Wake parked callers whose reply came; with ``hand_over`` also one to take the role."""
+        need_reader = hand_over
+        for future, event in list(self._parked.values()):
+            if everyone or future.done():
+                event.set()
+            elif need_reader:
+                event.set()
+                need_reader = False
 
     def wakeup(self) -> None:
         """Make a caller that reads stdout look at its future again (resolved elsewhere)."""
@@ -286,23 +311,24 @@ class StdioTransport(Transport):
                     self._read_once()
             finally:
                 self._role.release()
-            if self._waiters:
-                with self._role_cv:
-                    self._role_cv.notify_all()
+            if self._parked:
+                self._wake_parked(hand_over=True)
 
     def _read_once(self) -> None:
         """Read what stdout has (the caller holds the role) and deliver complete lines."""
         try:
-            chunk = os.read(self._fd, 262144)
+            # 64 KiB: under glibc's mmap threshold (a 256 KiB buffer costs an mmap/munmap
+            # pair and page faults on every read, ~13 us a call).
+            chunk = os.read(self._fd, 65536)
         except OSError:
             chunk = b""
         if chunk:
             self._feed(chunk)
-            if self._waiters > 1:
-                with self._role_cv:
-                    self._role_cv.notify_all()
+            if self._parked:
+                self._wake_parked()
             return
         self._eof = True
+        self._wake_parked(everyone=True)
         with self._role_cv:
             self._role_cv.notify_all()
         if not self._closing.is_set():
