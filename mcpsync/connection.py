@@ -75,6 +75,19 @@ class _Call:
         self.reset = False
 
 
+class _RequestFuture(Future):  # type: ignore[type-arg]
+    """The future of one request: ``cancel()`` retires it and tells the server."""
+
+    _mcpsync_call: _Call
+    _connection: Connection
+
+    def cancel(self) -> bool:
+        if not super().cancel():
+            return False
+        self._connection._on_cancelled(self._mcpsync_call)
+        return True
+
+
 class Connection:
     """Correlates requests and responses over one transport; thread-safe."""
 
@@ -175,9 +188,10 @@ class Connection:
         if self._closed:
             raise self._closed_error()
         rid = next(self._ids)
-        future: Future[Any] = Future()
+        future = _RequestFuture()
         call = _Call(rid, method, future)
-        future._mcpsync_call = call  # type: ignore[attr-defined]
+        future._mcpsync_call = call
+        future._connection = self
         if self.meta_provider is not None or on_progress is not None:
             params = dict(params) if params else {}
             meta = dict(params.get("_meta") or {})
@@ -202,7 +216,6 @@ class Connection:
             call.deadline = now + timeout
             call.hard_deadline = now + (max_timeout if max_timeout is not None else 10 * timeout)
             self._schedule(call.deadline)
-        future.add_done_callback(self._on_future_done)
         if headers:
             self._send_request(message, call, timeout, headers=headers)
         else:
@@ -252,6 +265,8 @@ class Connection:
         own response: no thread hop. Ctrl-C (KeyboardInterrupt) while waiting cancels
         the request (the server is told) and re-raises.
         """
+        if future.done():  # HTTP JSON replies resolve inside send()
+            return future.result(timeout=0)
         pump = getattr(self.transport, "wait_for", None)
         started = time.monotonic()
         try:
@@ -283,11 +298,9 @@ class Connection:
     def _call_of(self, future: Future[Any]) -> _Call | None:
         return getattr(future, "_mcpsync_call", None)
 
-    def _on_future_done(self, future: Future[Any]) -> None:
-        if future.cancelled():
-            call = self._call_of(future)
-            if call is not None and self._pending.pop(call.id, None) is not None:
-                self._send_cancelled(call, "cancelled by the client")
+    def _on_cancelled(self, call: _Call) -> None:
+        if self._pending.pop(call.id, None) is not None:
+            self._send_cancelled(call, "cancelled by the client")
 
     def cancel(self, future: Future[Any], reason: str = "cancelled by the client") -> bool:
         """Cancel a request in flight: retire it and tell the server."""

@@ -108,9 +108,8 @@ class StdioTransport(Transport):
         # the reader role and the line buffer it guards
         self._role = threading.Lock()
         self._role_cv = threading.Condition()
-        self._waiters_lock = threading.Lock()
         self._parked: dict[int, tuple[Any, threading.Event]] = {}  # callers waiting for the role
-        self._waiters = 0
+        self._waiting: list[object] = []  # one marker per caller inside wait_for
         self._last_send = 0.0
         self._eof = False
         self._parts: list[bytes] = []
@@ -219,8 +218,8 @@ class StdioTransport(Transport):
     def _wait_for(self, future: Any, timeout: float) -> None:
         """Read stdout in the calling thread until ``future`` is done or ``timeout`` passes."""
         deadline = time.monotonic() + timeout
-        with self._waiters_lock:
-            self._waiters += 1
+        marker = object()
+        self._waiting.append(marker)  # list.append/remove are atomic: no lock on the hot path
         try:
             while not future.done() and not self._eof:
                 remaining = deadline - time.monotonic()
@@ -236,8 +235,7 @@ class StdioTransport(Transport):
                 else:  # another thread reads; it wakes us when our reply came or it is done
                     self._park(future, min(remaining, 0.05))
         finally:
-            with self._waiters_lock:
-                self._waiters -= 1
+            self._waiting.remove(marker)
 
     def _read_until(self, future: Any, deadline: float) -> None:
         poll = self._caller_poll.poll
@@ -299,7 +297,7 @@ class StdioTransport(Transport):
             if poller is not None:
                 with self._role_cv:
                     # Callers are reading, or just sent and are about to: leave it to them.
-                    if self._waiters or time.monotonic() - self._last_send < _CALLER_GRACE:
+                    if self._waiting or time.monotonic() - self._last_send < _CALLER_GRACE:
                         self._role_cv.wait(_CALLER_GRACE)
                         continue
                 if not poller.poll(100):
