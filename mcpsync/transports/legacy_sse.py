@@ -97,6 +97,7 @@ class LegacySSETransport(Transport):
         self.endpoint: Target | None = None
         self._endpoint_ready = threading.Event()
         self._start_error: BaseException | None = None
+        self._ended: BaseException | None = None
         self._response: Any = None
         self._reader: threading.Thread | None = None
         self._closing = threading.Event()
@@ -158,6 +159,8 @@ class LegacySSETransport(Transport):
         endpoint = self.endpoint
         if self._closing.is_set() or endpoint is None:
             raise TransportError(f"{self.describe()}: transport is closed or not started")
+        if self._ended is not None:  # replies could only come over the stream that ended
+            raise ConnectError(f"{self.describe()}: the event stream ended ({self._ended})")
         read_timeout = self.timeout if timeout is None else timeout
         response, target = self._http.request(
             "POST", endpoint, self._post_headers, encode(message), read_timeout
@@ -284,6 +287,7 @@ class LegacySSETransport(Transport):
             self._endpoint_ready.set()
             return
         if not closing.is_set():
+            self._ended = ended
             self._report_close(ended)
 
     def _deliver(self, message: Any) -> None:
