@@ -124,6 +124,8 @@ DEFAULT_MAX_ROUNDS = 10
 #: Bound on waiting for the ``server/discover`` probe on stdio (silent legacy servers).
 DEFAULT_PROBE_TIMEOUT = 5.0
 _MAX_TTL_MS = 24 * 3600 * 1000
+#: A listen stream is re-opened after this long (it also bounds the idle read on HTTP).
+LISTEN_TIMEOUT = 24 * 3600.0
 _TASK_POLL_DEFAULT = 1.0
 _TASK_POLL_MAX = 30.0
 
@@ -541,11 +543,12 @@ def _newest_mutual_modern(supported: Sequence[str], preferred: str | None = None
 
 def _error_from_http(exc: HTTPStatusError) -> tuple[int, Any] | None:
     """The JSON-RPC error (code, data) in an HTTP error body, if it holds one."""
-    body = getattr(exc, "body", None) or exc.body_excerpt
-    try:
-        message = json.loads(body) if isinstance(body, (str, bytes)) else body
-    except ValueError:
-        return None
+    message = getattr(exc, "payload", None)  # the parsed body, when the transport kept it
+    if message is None:
+        try:
+            message = json.loads(exc.body_excerpt)
+        except ValueError:
+            return None
     error = message.get("error") if isinstance(message, dict) else None
     if isinstance(error, dict) and isinstance(error.get("code"), int):
         return error["code"], error.get("data")
@@ -709,6 +712,14 @@ class _LegacyVersions(Exception):
         self.supported = supported
 
 
+def _takes_headers(conn: Connection) -> bool:
+    """Whether per-request headers reach the wire (Streamable HTTP's ``send(headers=)``)."""
+    try:
+        return "headers" in inspect.signature(conn.transport.send).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 def _judge_error(code: int, data: Any, message: str, where: str) -> None:
     """Raise the verdict for a JSON-RPC error answering the probe."""
     if code == jsonrpc.UNSUPPORTED_PROTOCOL_VERSION:
@@ -735,10 +746,12 @@ def _probe(
     forced: bool,
 ) -> dict[str, Any]:
     envelope = Envelope(version, modern_capabilities(capabilities), client_info)
+    params = {"_meta": envelope("server/discover")}
+    extra: dict[str, Any] = {}
+    if _takes_headers(conn):  # HTTP, not yet in modern mode: say it per request
+        extra["headers"] = standard_headers({"method": "server/discover", "params": params})
     try:
-        result = conn.wait(
-            conn.request("server/discover", {"_meta": envelope("server/discover")}, timeout=wait)
-        )
+        result = conn.wait(conn.request("server/discover", params, timeout=wait, **extra))
     except RequestTimeout:
         raise _Legacy(f"no answer to server/discover within {wait:g} s: legacy server") from None
     except ServerError as exc:
@@ -938,8 +951,13 @@ class ModernWire:
         self._closing = threading.Event()
         self.listener = Listener(self)
         self._forward = self._conn.notification_handler
-        self._request_takes_headers = "headers" in inspect.signature(self._conn.request).parameters
+        self._request_takes_headers = _takes_headers(self._conn)
         self._conn.notification_handler = self._on_notification
+        abort = getattr(self._conn.transport, "abort_request", None)
+        if self.http and abort is not None:
+            # Streamable HTTP at 2026-07-28: closing the response stream is the cancellation,
+            # and no client notification is defined; never POST notifications/cancelled.
+            self._conn.cancel_hook = lambda request_id: abort(request_id) or True
 
     @property
     def closed(self) -> bool:
@@ -965,16 +983,18 @@ class ModernWire:
             method, params = "server/discover", None
         headers = self._extra_headers(method, params)
         kwargs = opts.request_kwargs()
-        if headers:
-            if not self._request_takes_headers:
-                raise ConfigError(
-                    f"cannot send Mcp-Param headers for {params.get('name')!r}: the connection has no per-request headers"
-                )  # type: ignore[union-attr]
+        if headers and self._request_takes_headers:  # only HTTP has a header layer
             kwargs["headers"] = headers
         return self._conn.request(method, params, **kwargs)
 
     def _extra_headers(self, method: str, params: dict[str, Any] | None) -> dict[str, str]:
-        if not self.http or method != "tools/call" or not params:
+        """Per-request HTTP headers the transport cannot know: ``Mcp-Param-*`` of the tool's
+        ``x-mcp-header`` declarations, and ``Mcp-Name`` = taskId for the tasks methods."""
+        if not self.http or not params:
+            return {}
+        if method.startswith("tasks/") and isinstance(params.get("taskId"), str):
+            return {"Mcp-Name": encode_header_value(params["taskId"])}
+        if method != "tools/call":
             return {}
         decls = self._tool_headers.get(params.get("name"))  # type: ignore[arg-type]
         return param_headers(decls, params.get("arguments") or {}) if decls else {}
@@ -1378,6 +1398,19 @@ class ModernWire:
         if self._forward is not None:
             self._forward(method, params)
 
+    def listen_for_callbacks(self, timeout: float | None) -> None:
+        """(Re)open the listen stream after a callback was added; returns once the server
+        acknowledged it, so changes made afterwards are reported. Failures are logged:
+        the callbacks then never run, but nothing else breaks."""
+        try:
+            self.listener.update(wait=True, timeout=timeout)
+        except MCPSyncError as exc:
+            log.warning(
+                "mcpsync: %s: no change notifications (subscriptions/listen failed: %s)",
+                self.name,
+                exc,
+            )
+
     def set_log_level(self, level: str | None) -> None:
         self.envelope.log_level = level
 
@@ -1424,7 +1457,9 @@ class _Stream:
         conn = self.listener.wire._conn
         try:
             future = conn.request(
-                "subscriptions/listen", {"notifications": self.notifications}, timeout=None
+                "subscriptions/listen",
+                {"notifications": self.notifications},
+                timeout=LISTEN_TIMEOUT,
             )
             self.future = future
             if self.stopping.is_set():

@@ -729,7 +729,7 @@ class Session:
 
     def _listen_changed(self) -> None:
         if self._modern is not None:  # modern: change notifications come on subscriptions/listen
-            self._modern.listener.update(wait=False)
+            self._modern.listen_for_callbacks(self._conn.default_timeout)
 
     def on_notification(self, callback: Callable[[str, dict[str, Any]], None]) -> None:
         """Run ``callback(method, params)`` for every notification from the server."""
