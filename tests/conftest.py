@@ -37,3 +37,14 @@ def no_leaks():
     raise AssertionError(
         f"left behind: threads {[t.name for t in threads]}, child processes {children}"
     )
+
+
+@pytest.fixture(autouse=True)
+def _restore_mcpsync_logger():
+    """The CLI, run in-process by some tests, configures the `mcpsync` logger; undo it."""
+    import logging
+
+    logger = logging.getLogger("mcpsync")
+    saved = (list(logger.handlers), logger.level, logger.propagate)
+    yield
+    logger.handlers[:], logger.level, logger.propagate = saved[0], saved[1], saved[2]
