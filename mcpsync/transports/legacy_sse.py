@@ -135,7 +135,7 @@ class LegacySSETransport(Transport):
                 pass
             response.close()
             raise status_error(response.status, "GET", target.url, body)
-        ctype = response.headers.get("content-type", "")
+        ctype = response.headers.get("content-type", "").lower()
         if not ctype.startswith(ACCEPT_SSE):
             _discard(response)
             raise ProtocolError(f"{what}: expected an event stream, got Content-Type {ctype!r}")

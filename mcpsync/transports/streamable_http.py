@@ -337,15 +337,16 @@ class _FastReply:
         return self._decoder.decompress(data) if self._decoder is not None and data else data
 
     def read1(self, amt: int = -1, decode_content: bool = True) -> bytes:
-        data = self._response.read1(amt)
-        if not data:
-            self.release_conn()
-            return data
-        if self._decoder is not None:
+        while True:
+            data = self._response.read1(amt)
+            if not data:
+                self.release_conn()
+                return data
+            if self._decoder is None:
+                return data
             data = self._decoder.decompress(data)
-            if not data:  # a compressed chunk that decoded to nothing yet: keep reading
-                return self.read1(amt)
-        return data
+            if data:  # else: a compressed piece that decoded to nothing yet; read on
+                return data
 
     def release_conn(self) -> None:
         conn, self._conn = self._conn, None
@@ -431,7 +432,11 @@ class _FastPool:
             if conn.timeout != read_timeout:
                 conn.timeout = read_timeout
                 conn.sock.settimeout(read_timeout)
-            conn.request(method, path, body, headers)  # headers + body in one write
+            conn.request(method, path, body, headers)
+            if _QUICKACK is not None:
+                # ACK the reply at once: a server without TCP_NODELAY that writes headers
+                # and body separately would otherwise stall ~40 ms on our delayed ACK.
+                conn.sock.setsockopt(socket.IPPROTO_TCP, _QUICKACK, 1)
             response = conn.getresponse()
         except BaseException:
             conn.close()
@@ -446,6 +451,9 @@ class _FastPool:
                 break
 
 
+_QUICKACK: int | None = getattr(socket, "TCP_QUICKACK", None)  # Linux only
+
+
 class _ConnectTimeout(TimeoutError):
     """Connecting (not reading) timed out."""
 
@@ -453,10 +461,17 @@ class _ConnectTimeout(TimeoutError):
 def _readable(sock: socket.socket) -> bool:
     """True if an idle socket has something to read: EOF (closed by the peer) or junk."""
     try:
+        if _poll is not None:  # poll: no FD_SETSIZE limit
+            poller = _poll()
+            poller.register(sock, select.POLLIN)
+            return bool(poller.poll(0))
         readable, _, _ = select.select([sock], [], [], 0)
     except (OSError, ValueError):
         return True
     return bool(readable)
+
+
+_poll = getattr(select, "poll", None)
 
 
 def _ssl_context(verify: bool | str, cert: str | tuple[str, str] | None) -> ssl.SSLContext:
@@ -859,7 +874,7 @@ class StreamableHTTPTransport(Transport):
             if status == 202 or status == 204:
                 _discard(response)
                 return
-            ctype = response.headers.get("content-type", "")
+            ctype = response.headers.get("content-type", "").lower()
             if ctype.startswith(ACCEPT_SSE):
                 if is_request:
                     self._start_stream(response, request_id, read_timeout)
@@ -1158,9 +1173,9 @@ class StreamableHTTPTransport(Transport):
     def _open_get(self, last_event_id: str | None, read_timeout: float | None) -> Any:
         headers = self._side_headers(ACCEPT_SSE, last_event_id)
         response, _ = self._http.request("GET", self.target, headers, None, read_timeout)
-        if response.status == 200 and not response.headers.get("content-type", "").startswith(
-            ACCEPT_SSE
-        ):
+        if response.status == 200 and not response.headers.get(
+            "content-type", ""
+        ).lower().startswith(ACCEPT_SSE):
             _discard(response)
             raise ProtocolError(
                 f"GET {safe_url(self.target.url)}: 200 reply is not an event stream"
