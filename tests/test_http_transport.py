@@ -144,6 +144,13 @@ def request(rid: Any, method: str, params: dict[str, Any] | None = None) -> dict
     return message
 
 
+def open_connections(port: int) -> list[Any]:
+    """This process's TCP connections to 127.0.0.1:``port`` (to check close() left none)."""
+    import psutil
+
+    return [c for c in psutil.Process().net_connections("tcp") if c.raddr and c.raddr.port == port]
+
+
 def mcpsync_threads() -> list[str]:
     return [t.name for t in threading.enumerate() if t.name.startswith("mcpsync-")]
 
@@ -443,6 +450,10 @@ def test_json_replies_headers_session_and_close(no_leaks, fast):
         assert delete.headers["mcp-session-id"] == "sess-1"
         assert c.closed == [None]
         assert len([r for r in server.requests if r.method == "GET"]) == 1  # 405: never again
+        if not fast:  # the caller's session keeps its pool until the caller closes it
+            assert open_connections(server.port)
+            t._http.session.close()
+        assert open_connections(server.port) == []
         with pytest.raises(TransportError):
             t.send(request(3, "ping"))
 
@@ -1196,6 +1207,7 @@ def test_official_sdk_server_raw(no_leaks, mode):
             assert "file:///r" in c.response(5)["result"]["content"][0]["text"]
         t.close()
         assert c.errors == [] and c.closed == [None]
+        assert open_connections(server.port) == []
 
 
 @pytest.mark.real

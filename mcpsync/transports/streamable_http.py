@@ -385,6 +385,7 @@ class _FastPool:
         self.connect_timeout = connect_timeout
         self.maxsize = maxsize
         self._idle: collections.deque[http.client.HTTPConnection] = collections.deque()
+        self.closed = False
         self._context: ssl.SSLContext | None = None
         if self.scheme == "https":
             self._context = _ssl_context(verify, cert)
@@ -409,8 +410,10 @@ class _FastPool:
             conn.close()  # the server closed it (or sent junk) while idle
 
     def put(self, conn: http.client.HTTPConnection) -> None:
-        if len(self._idle) < self.maxsize:
+        if not self.closed and len(self._idle) < self.maxsize:
             self._idle.append(conn)
+            if self.closed:  # close() ran meanwhile: do not keep it
+                self.close()
         else:
             conn.close()
 
@@ -444,6 +447,7 @@ class _FastPool:
         return _FastReply(response, conn, self)
 
     def close(self) -> None:
+        self.closed = True
         while self._idle:
             try:
                 self._idle.pop().close()
