@@ -758,7 +758,7 @@ def test_sse_retry_resumes_with_get_and_last_event_id(no_leaks):
         assert resume.headers["mcp-session-id"] == "sess-1"
         assert resume.headers["mcp-protocol-version"] == VERSION
         delay = resume.time - state["closed_at"]
-        assert 0.45 <= delay <= 0.7, delay
+        assert 0.45 <= delay <= 1.0, delay  # the suite: 450-700 ms SUCCESS, up to 1 s WARNING
         deadline = time.monotonic() + 5  # the resumption GET is closed once it delivered
         while "mcpsync-http-sse[t]" in mcpsync_threads() and time.monotonic() < deadline:
             time.sleep(0.02)
@@ -819,7 +819,8 @@ def test_keep_alive_only_stream_ends_by_the_request_timeout(no_leaks):
         t.close()
 
 
-def test_close_stops_a_blocked_reader_promptly(no_leaks):
+@pytest.mark.parametrize("fast", [True, False], ids=["fast-path", "requests-path"])
+def test_close_stops_a_blocked_reader_promptly(no_leaks, fast):
     def on_call(req: Req, message: dict[str, Any]) -> None:
         req.start_sse()
         req.event(id="e1", data="")
@@ -827,7 +828,7 @@ def test_close_stops_a_blocked_reader_promptly(no_leaks):
 
     with ScriptedServer(sse_server(on_call)) as server:
         c = Collector()
-        t = transport_for(server.url, sse_read_timeout=None)
+        t = transport_for(server.url, fast, sse_read_timeout=None)
         t.start(*c.callbacks())
         handshake(t, c)
         t.send(request(3, "tools/call", {"name": "never"}), timeout=None)

@@ -11,6 +11,7 @@ import time
 from typing import Any
 
 import pytest
+import requests
 from servers.launch import everything_sse, kill_group, sdk_server_sse
 from test_http_transport import (
     Collector,
@@ -120,10 +121,15 @@ class LegacyServer:
         self.server.__exit__(*exc)
 
 
-def test_endpoint_post_and_stream_delivery(no_leaks):
+@pytest.mark.parametrize("fast", [True, False], ids=["fast-path", "requests-path"])
+def test_endpoint_post_and_stream_delivery(no_leaks, fast):
     with LegacyServer() as server:
         c = Collector()
-        t = LegacySSETransport(server.url, name="legacy", headers={"X-Custom": "1"})
+        session = None if fast else requests.Session()
+        t = LegacySSETransport(
+            server.url, name="legacy", headers={"X-Custom": "1"}, http_session=session
+        )
+        assert t._http.fast is fast
         t.start(*c.callbacks())
         assert (
             t.endpoint is not None
@@ -153,6 +159,8 @@ def test_endpoint_post_and_stream_delivery(no_leaks):
         assert c.closed == [None] and c.errors == []
         with pytest.raises(TransportError):
             t.send(request(3, "ping"))
+        if session is not None:
+            session.close()
 
 
 def test_endpoint_on_another_origin_is_refused(no_leaks):
