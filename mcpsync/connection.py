@@ -344,6 +344,12 @@ class Connection:
         if isinstance(error, ProtocolError):
             self.protocol_errors.append(error)
             del self.protocol_errors[:-50]
+        # A transport that knows a reply can no longer arrive (HTTP: the stream broke and
+        # could not be resumed) names the request: fail it now rather than at its timeout.
+        call = self._pending.get(getattr(error, "request_id", None))
+        if call is not None:
+            self._retire(call, error)
+            return
         log.warning("mcpsync: %s", error)
 
     def _on_transport_closed(self, error: BaseException | None) -> None:
@@ -521,6 +527,9 @@ class Connection:
             return
         if self.cancel_hook is not None and self.cancel_hook(call.id):
             return
+        abort = getattr(self.transport, "abort_request", None)
+        if abort is not None:  # stop reading a reply nobody waits for (HTTP SSE stream)
+            abort(call.id)
         try:
             self.notify("notifications/cancelled", {"requestId": call.id, "reason": reason})
         except MCPSyncError:

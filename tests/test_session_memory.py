@@ -301,3 +301,20 @@ def test_calls_after_close_raise_session_closed(no_leaks):
     s.close()  # idempotent
     with pytest.raises(SessionClosed):
         s.ping()
+
+
+def test_a_transport_reported_lost_reply_fails_its_call_at_once(no_leaks):
+    class Lost(mcpsync.TransportError):
+        def __init__(self, request_id):
+            super().__init__(f"reply to {request_id} lost")
+            self.request_id = request_id
+
+    server = FakeServer(handlers={"tools/call": lambda m: None})
+    with connect(server) as s:
+        future = s.submit_call_tool("t", timeout=30)
+        call = server.expect("tools/call")
+        s.connection._on_wire_error(Lost(call["id"]))  # as the HTTP transport reports it
+        with pytest.raises(Lost):
+            future.result(timeout=5)
+        server.handlers["ping"] = lambda m: {}
+        s.ping()
