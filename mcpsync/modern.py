@@ -60,6 +60,7 @@ from .errors import (
     RequestCancelled,
     RequestTimeout,
     ServerError,
+    TransportError,
     VersionMismatch,
 )
 from .handshake import HANDSHAKE_VERSIONS, MODERN_VERSIONS, Handshake, initialize
@@ -229,7 +230,7 @@ def server_identity(
     return None, None
 
 
-_verdicts: dict[str, str] = {}
+_verdicts: dict[str, tuple[str, str]] = {}  # server key -> (era, why)
 _verdicts_lock = threading.Lock()
 
 
@@ -238,13 +239,20 @@ def remembered_era(server_key: str | None) -> str | None:
     if server_key is None:
         return None
     with _verdicts_lock:
-        return _verdicts.get(server_key)
+        found = _verdicts.get(server_key)
+    return found[0] if found else None
 
 
-def _remember_era(server_key: str | None, era: str) -> None:
+def _remembered_reason(server_key: str | None) -> str:
+    with _verdicts_lock:
+        found = _verdicts.get(server_key) if server_key is not None else None
+    return found[1] if found else ""
+
+
+def _remember_era(server_key: str | None, era: str, why: str = "") -> None:
     if server_key is not None:
         with _verdicts_lock:
-            _verdicts[server_key] = era
+            _verdicts[server_key] = (era, why)
 
 
 def forget_era(server_key: str | None = None) -> None:
@@ -599,6 +607,7 @@ def negotiate(
 
     forced = era == "modern"
     if not forced and remembered_era(server_key) == "legacy":
+        why = _remembered_reason(server_key)
         try:
             return _legacy(
                 conn,
@@ -606,8 +615,9 @@ def negotiate(
                 client_info,
                 None,
                 timeout,
-                "remembered verdict for this server: legacy",
+                "remembered verdict for this server: legacy" + (f" ({why})" if why else ""),
                 server_key,
+                why,
             )
         except ServerError as exc:
             if exc.code != jsonrpc.UNSUPPORTED_PROTOCOL_VERSION:
@@ -646,6 +656,8 @@ def negotiate(
                 ) from None
             try:
                 return _legacy(conn, capabilities, client_info, None, timeout, reason, server_key)
+            except TransportError as exc:  # the probe broke the server (old SDKs crash on it)
+                raise _restart_as_legacy(exc, kind, server_key, reason) from None
             except ServerError as exc:  # a slow modern server locked in by a late probe
                 supported = (
                     _supported_of(exc.data)
@@ -659,6 +671,12 @@ def negotiate(
                 version = mutual
                 probe_wait = timeout
                 continue
+        except TransportError as exc:
+            if kind != "stdio" or forced or isinstance(exc, HTTPStatusError):
+                raise
+            raise _restart_as_legacy(
+                exc, kind, server_key, "the server stopped on server/discover"
+            ) from None
         except _Retry as retry:
             if attempt:
                 raise HandshakeError(
@@ -710,6 +728,17 @@ class _Retry(Exception):
 class _LegacyVersions(Exception):
     def __init__(self, supported: list[str]) -> None:
         self.supported = supported
+
+
+def _restart_as_legacy(
+    exc: TransportError, kind: str, server_key: str | None, reason: str
+) -> TransportError:
+    """A stdio server that died of the probe: remember it as legacy and ask the caller to
+    start it again (``restart_legacy``); the new process gets ``initialize`` directly."""
+    if kind == "stdio" and server_key is not None:
+        _remember_era(server_key, "legacy", f"it stopped after the server/discover probe; {reason}")
+        exc.restart_legacy = True  # type: ignore[attr-defined]
+    return exc
 
 
 def _takes_headers(conn: Connection) -> bool:
@@ -783,6 +812,7 @@ def _legacy(
     timeout: float | None,
     reason: str,
     server_key: str | None,
+    why: str = "",
 ) -> Handshake:
     handshake = initialize(
         conn,
@@ -793,7 +823,7 @@ def _legacy(
     )
     handshake.era = "legacy"
     handshake.era_reason = reason
-    _remember_era(server_key, "legacy")
+    _remember_era(server_key, "legacy", why)
     return handshake
 
 

@@ -236,7 +236,7 @@ class Session:
 
         info = dict(client_info or CLIENT_INFO)
         last_error: BaseException | None = None
-        for make_transport in candidates:
+        for position, make_transport in enumerate(candidates):
             t0 = time.perf_counter()
             chosen = make_transport()
             conn = Connection(chosen, name=name, default_timeout=timeout)
@@ -256,8 +256,15 @@ class Session:
                     log.info("mcpsync: %s answered %s to initialize; trying legacy HTTP+SSE", name, exc.status)
                     continue
                 raise
-            except BaseException:
+            except BaseException as exc:
                 conn.close()
+                if getattr(exc, "restart_legacy", False) and candidates.count(make_transport) == 1:
+                    # the server process died of the server/discover probe (old SDKs do):
+                    # start it once more; it is now remembered as legacy and gets initialize
+                    log.warning("mcpsync: %s stopped after server/discover; starting it again", name)
+                    candidates.insert(position + 1, make_transport)
+                    last_error = exc
+                    continue
                 raise
             if session.era == "legacy":
                 conn.reinitialize = session._reinitialize

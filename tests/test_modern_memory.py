@@ -1054,3 +1054,19 @@ def test_invalid_tools_are_dropped_and_never_called_on_http(no_leaks):
     )
     with connect(stdio_like) as s:
         assert [t.name for t in s.list_tools()] == ["good", "bad"]
+
+
+def test_server_identity_separates_credentials():
+    url = "https://mcp.example.com/mcp"
+    server, alice = modern.server_identity(url, headers={"Authorization": "Bearer alice"})
+    same_server, bob = modern.server_identity(url + "/", headers={"Authorization": "Bearer bob"})
+    assert server == same_server and alice != bob
+    assert "alice" not in alice and "alice" not in server  # digests, not secrets
+    auth_a, auth_b = object(), object()
+    assert modern.server_identity(url, auth=auth_a)[1] != modern.server_identity(url, auth=auth_b)[1]
+    assert modern.server_identity(url, auth=auth_a)[1] == modern.server_identity(url, auth=auth_a)[1]
+    one = modern.server_identity(["srv", "--x"], env={"TOKEN": "1"})
+    two = modern.server_identity(["srv", "--x"], env={"TOKEN": "2"})
+    assert one[0] != two[0] and one[1] != two[1]  # another environment is another server
+    assert modern.server_identity(["srv", "--x"], env={"TOKEN": "1"}) == one
+    assert modern.server_identity(object()) == (None, None)

@@ -191,3 +191,15 @@ def test_the_verdict_is_remembered_for_the_process(no_leaks):
         assert (
             fourth.era == "modern"
         )  # modern still asks server/discover: it is where capabilities come from
+
+
+@pytest.mark.parametrize("mode", [[], ["--hang"]], ids=["exits", "goes-deaf"])
+def test_a_server_killed_by_the_probe_is_started_again_as_legacy(no_leaks, monkeypatch, mode):
+    monkeypatch.setattr(modern, "DEFAULT_PROBE_TIMEOUT", 0.5)
+    argv = [sys.executable, str(SERVERS_DIR / "modern_crashy_legacy_server.py"), *mode]
+    with mcpsync.Session.connect(argv, timeout=30) as s:
+        assert s.era == "legacy"
+        assert "stopped after the server/discover probe" in s.era_reason
+        assert s.call_tool("echo", {"message": "second life"}).content[0].text == "second life"
+    with mcpsync.Session.connect(argv, timeout=30) as s:  # remembered: no probe, no restart
+        assert s.era == "legacy" and "remembered" in s.era_reason
