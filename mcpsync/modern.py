@@ -1346,6 +1346,8 @@ class ModernWire:
                 return
             error = f.exception()
             if error is not None:
+                if params and "cursor" in params:  # a cursor gone bad: the cached pages are suspect
+                    HINT_CACHE.invalidate(self.server_key, [method])
                 _settle(out, error)
                 return
             result = f.result()

@@ -210,6 +210,11 @@ class Session:
         ``target``: a URL (Streamable HTTP, falling back to legacy HTTP+SSE when the
         first POST gets 400/404/405), an argv list (a stdio server; never a shell), or
         a ``Transport``. On any failure everything started is closed before raising.
+
+        ``era``: "auto" asks ``server/discover`` first and falls back to ``initialize``
+        for servers that are not 2026-07-28 (see ``mcpsync.modern``); "legacy" or
+        "modern" force one; a pinned ``protocol_version`` pins its era. The session's
+        ``era``, ``protocol_version`` and ``era_reason`` say what was chosen and why.
         """
         started = time.perf_counter()
         if isinstance(target, Transport):

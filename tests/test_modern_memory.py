@@ -1063,10 +1063,39 @@ def test_server_identity_separates_credentials():
     assert server == same_server and alice != bob
     assert "alice" not in alice and "alice" not in server  # digests, not secrets
     auth_a, auth_b = object(), object()
-    assert modern.server_identity(url, auth=auth_a)[1] != modern.server_identity(url, auth=auth_b)[1]
-    assert modern.server_identity(url, auth=auth_a)[1] == modern.server_identity(url, auth=auth_a)[1]
+    assert (
+        modern.server_identity(url, auth=auth_a)[1] != modern.server_identity(url, auth=auth_b)[1]
+    )
+    assert (
+        modern.server_identity(url, auth=auth_a)[1] == modern.server_identity(url, auth=auth_a)[1]
+    )
     one = modern.server_identity(["srv", "--x"], env={"TOKEN": "1"})
     two = modern.server_identity(["srv", "--x"], env={"TOKEN": "2"})
     assert one[0] != two[0] and one[1] != two[1]  # another environment is another server
     assert modern.server_identity(["srv", "--x"], env={"TOKEN": "1"}) == one
     assert modern.server_identity(object()) == (None, None)
+
+
+def test_a_failing_cursor_drops_the_cached_pages(no_leaks):
+    pages = []
+
+    def tools(message):
+        pages.append(message["params"].get("cursor"))
+        if message["params"].get("cursor") is None:
+            return {"resultType": "complete", "tools": [], "nextCursor": "c2", "ttlMs": 60000}
+        if len(pages) == 2:
+            reply_error(server, message, error(-32602, "Invalid cursor"))
+            return None
+        return {
+            "resultType": "complete",
+            "tools": [{"name": "t", "inputSchema": {"type": "object"}}],
+            "ttlMs": 60000,
+        }
+
+    server = modern_fake(handlers={"tools/list": tools})
+    server.client_end.identity = f"cursor-{next(_identities)}"
+    with connect(server) as s:
+        with pytest.raises(ServerError, match="Invalid cursor"):
+            s.list_tools()
+        assert [t.name for t in s.list_tools()] == ["t"]
+    assert pages == [None, "c2", None, "c2"]  # page one was fetched again, not served from cache
