@@ -311,14 +311,19 @@ def _part_text(part: Mapping[str, Any]) -> str:
     return json.dumps(part.get("value"), ensure_ascii=False)
 
 
+def _visible_parts(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Structured content is shown only when no text part carries the result already."""
+    if any(p["kind"] == "text" for p in parts):
+        return [p for p in parts if p["kind"] != "structured"]
+    return parts
+
+
 def result_text(obj: Any) -> str:
     """Plain text of a tool result, resource contents or prompt result.
 
     Structured content is shown as JSON only when no text part carries it already.
     """
-    parts = content_items(obj)
-    has_text = any(p["kind"] == "text" for p in parts)
-    lines = [_part_text(p) for p in parts if not (p["kind"] == "structured" and has_text)]
+    lines = [_part_text(p) for p in _visible_parts(content_items(obj))]
     text = "\n".join(lines)
     description = _get(obj, "description")
     if _get(obj, "messages") is not None and description:
@@ -494,7 +499,7 @@ def result(obj: Any) -> Rendered:
         title = "Prompt" + (f": {_get(obj, 'description')}" if _get(obj, "description") else "")
     elif _get(obj, "contents") is not None and _get(obj, "content") is None:
         title = "Resource contents"
-    inner = "".join(_part_html(p) for p in parts) or "<i>empty</i>"
+    inner = "".join(_part_html(p) for p in _visible_parts(parts)) or "<i>empty</i>"
     html_text = (
         f"<div class='mcpsync-result' style='border-left:3px solid {border};padding-left:8px'>"
         f"<div style='font-weight:bold'>{_e(title)}</div>{inner}</div>"
@@ -603,7 +608,7 @@ class ProgressBar:
         self._lock = threading.Lock()
         try:
             from IPython import get_ipython  # optional dependency: imported lazily
-            from IPython.display import HTML, display
+            from IPython.display import display
         except ImportError:
             self._text = TextProgress(label)
             return
@@ -611,8 +616,7 @@ class ProgressBar:
         if shell is None or "Terminal" in type(shell).__name__:
             self._text = TextProgress(label)
             return
-        self._HTML = HTML
-        self._handle = display(HTML(self.html(None)), display_id=True)
+        self._handle = display(self._render(None), display_id=True)
 
     def html(self, progress: Any) -> str:
         label = f"<b>{_e(self.label)}</b> " if self.label else ""
@@ -631,7 +635,12 @@ class ProgressBar:
             if self._text is not None:
                 self._text(progress)
             elif self._handle is not None:
-                self._handle.update(self._HTML(self.html(progress)))
+                self._handle.update(self._render(progress))
+
+    def _render(self, progress: Any) -> Rendered:
+        """HTML for notebooks, with a text form for text-only frontends and nbconvert."""
+        text = TextProgress(self.label).line(progress) if progress is not None else f"{self.label} waiting"
+        return Rendered(self.html(progress), text.strip())
 
     def finish(self) -> None:
         if self._text is not None:

@@ -113,7 +113,7 @@ def test_result_text_image_structured():
         {"alt": "image image/png", "src": f"data:image/png;base64,{PNG}", "style": "max-width:100%"}
     ]
     pres = "".join(doc.text)
-    assert "sum is <3>" in pres and '"sum": 3' in pres
+    assert "sum is <3>" in pres and '"sum": 3' not in pres  # the text part carries the result
     assert "border-left:3px solid #888" in r.html
     # text form: structured JSON is skipped when a text part is present
     assert str(r) == f"sum is <3>\n[image image/png, {len(base64.b64decode(PNG))} bytes]"
@@ -235,7 +235,7 @@ def test_progress_bar_uses_ipython_display_handle(monkeypatch: pytest.MonkeyPatc
 
     class Handle:
         def update(self, obj):
-            updates.append(obj.data)
+            updates.append(obj._repr_html_())
 
     class HTML:
         def __init__(self, data):
@@ -243,7 +243,8 @@ def test_progress_bar_uses_ipython_display_handle(monkeypatch: pytest.MonkeyPatc
 
     def fake_display(obj, display_id=False):
         assert display_id is True
-        updates.append(obj.data)
+        updates.append(obj._repr_html_())
+        assert "<progress" not in repr(obj)  # a text form for text-only frontends
         return Handle()
 
     class ZMQInteractiveShell:
