@@ -35,7 +35,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -101,8 +101,8 @@ class HostTool:
 
     name: str  # what callers use: bare or qualified
     server: str
-    tool: Any  # mcp_types.Tool
-    qualified: str
+    tool: Any = field(repr=False)  # mcp_types.Tool
+    qualified: str = ""
 
     @property
     def tool_name(self) -> str:
