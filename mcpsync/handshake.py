@@ -45,6 +45,8 @@ class Handshake:
     era_reason: str = ""
     #: the versions the server listed (modern bring-up only)
     supported_versions: tuple[str, ...] = ()
+    #: seconds spent on ``server/discover`` before falling back to initialize (auto era)
+    probe_seconds: float | None = None
 
 
 def initialize(

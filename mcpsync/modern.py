@@ -584,8 +584,33 @@ def negotiate(
     ``era`` "legacy" runs ``initialize``; "modern" runs ``server/discover`` (retrying
     once after -32022) and fails if the server is not modern; "auto" probes with
     ``server/discover`` and falls back to ``initialize`` on anything that is not
-    positive evidence of a modern server (see the module docstring).
+    positive evidence of a modern server (see the module docstring). A legacy result
+    carries the time spent probing in ``probe_seconds``.
     """
+    spent: list[float] = []
+    handshake = _negotiate(
+        conn, capabilities=capabilities, client_info=client_info, protocol_version=protocol_version,
+        era=era, timeout=timeout, server_key=server_key, credential_key=credential_key,
+        probe_timeout=probe_timeout, spent=spent,
+    )  # fmt: skip
+    if handshake.era == "legacy" and spent:
+        handshake.probe_seconds = sum(spent)
+    return handshake
+
+
+def _negotiate(
+    conn: Connection,
+    *,
+    capabilities: Mapping[str, Any],
+    client_info: Mapping[str, Any],
+    protocol_version: str | None = None,
+    era: str = "auto",
+    timeout: float | None = 30.0,
+    server_key: str | None = None,
+    credential_key: str | None = None,
+    probe_timeout: float | None = None,
+    spent: list[float],
+) -> Handshake:
     started = time.perf_counter()
     era, pinned = resolve_era(era, protocol_version)
     kind = getattr(conn.transport, "kind", "")
@@ -603,7 +628,7 @@ def negotiate(
         )
     if era == "legacy":
         why = f"protocol version {pinned} pinned" if pinned else "era='legacy' requested"
-        return _legacy(conn, capabilities, client_info, pinned, timeout, why, server_key)
+        return _legacy(conn, capabilities, client_info, pinned, timeout, why, None)  # no evidence
 
     forced = era == "modern"
     if not forced and remembered_era(server_key) == "legacy":
@@ -647,7 +672,7 @@ def negotiate(
     notes: list[str] = []
     for attempt in range(2):
         try:
-            result = _probe(conn, version, capabilities, client_info, probe_wait, forced)
+            result = _probe(conn, version, capabilities, client_info, probe_wait, forced, spent)
         except _Legacy as legacy:
             reason = str(legacy)
             if forced:
@@ -773,6 +798,21 @@ def _probe(
     client_info: Mapping[str, Any],
     wait: float | None,
     forced: bool,
+    spent: list[float],
+) -> dict[str, Any]:
+    started = time.perf_counter()
+    try:
+        return _probe_once(conn, version, capabilities, client_info, wait)
+    finally:
+        spent.append(time.perf_counter() - started)
+
+
+def _probe_once(
+    conn: Connection,
+    version: str,
+    capabilities: Mapping[str, Any],
+    client_info: Mapping[str, Any],
+    wait: float | None,
 ) -> dict[str, Any]:
     envelope = Envelope(version, modern_capabilities(capabilities), client_info)
     params = {"_meta": envelope("server/discover")}

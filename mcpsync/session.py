@@ -287,6 +287,8 @@ class Session:
         self.era = handshake.era  # type: ignore[assignment]
         self.era_reason = handshake.era_reason
         self.phases["discover" if handshake.era == "modern" else "initialize"] = handshake.seconds
+        if handshake.probe_seconds is not None:
+            self.phases["probe"] = handshake.probe_seconds
         if handshake.era == "modern":
             self._modern = ModernWire(
                 self, handshake, server_key=args.get("server_key"), credential_key=args.get("credential_key"),

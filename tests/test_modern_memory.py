@@ -1099,3 +1099,19 @@ def test_a_failing_cursor_drops_the_cached_pages(no_leaks):
             s.list_tools()
         assert [t.name for t in s.list_tools()] == ["t"]
     assert pages == [None, "c2", None, "c2"]  # page one was fetched again, not served from cache
+
+
+def test_forced_legacy_is_not_remembered_as_a_verdict(no_leaks):
+    identity = f"forced-{next(_identities)}"
+    first = modern_fake()
+    first.client_end.identity = identity
+    with connect(first, era="legacy"):
+        pass
+    second = modern_fake()
+    second.client_end.identity = identity
+    with connect(second) as s:
+        assert s.era == "modern"
+        assert "probe" not in s.phases
+    third = FakeServer()
+    with connect(third) as s:
+        assert s.era == "legacy" and s.phases["probe"] > 0
