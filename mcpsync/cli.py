@@ -535,6 +535,8 @@ def inspect_report(session: Any, target: Target) -> dict[str, Any]:
         "transport_detail": session.transport.describe(),
         "auth": _auth_label(session, target.kwargs),
         "protocol_version": session.protocol_version,
+        "era": session.era,
+        "era_reason": session.era_reason,
         "server_info": _dump(session.server_info),
         "capabilities": _dump(session.server_capabilities),
         "instructions": session.instructions,
@@ -564,7 +566,7 @@ def print_inspect(report: dict[str, Any], out: _Out) -> None:
         f"server        {name}",
         f"transport     {report['transport_detail']}",
         f"auth          {report['auth']}",
-        f"protocol      {report['protocol_version']}",
+        f"protocol      {report['protocol_version']} ({report['era']}: {report['era_reason']})",
         "capabilities  " + (", ".join(_capabilities_summary(report["capabilities"])) or "none"),
     ]
     if report["instructions"]:

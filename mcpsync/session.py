@@ -282,11 +282,19 @@ class Session:
         args = dict(self._init_args)
         if era is not None:
             args["era"] = era
+        auth_obj = getattr(self, "_keep_alive", None)
+        auth_before = getattr(auth_obj, "flow_seconds", None)
         handshake = negotiate(self._conn, capabilities=self._client_capabilities, **args)
         self._handshake = handshake
         self.era = handshake.era  # type: ignore[assignment]
         self.era_reason = handshake.era_reason
-        self.phases["discover" if handshake.era == "modern" else "initialize"] = handshake.seconds
+        seconds = handshake.seconds
+        if auth_before is not None:  # the auth dance ran inside the first POST: its own phase
+            spent = auth_obj.flow_seconds - auth_before
+            if spent > 0:
+                self.phases["auth"] = spent
+                seconds = max(seconds - spent, 0.0)
+        self.phases["discover" if handshake.era == "modern" else "initialize"] = seconds
         if handshake.probe_seconds is not None:
             self.phases["probe"] = handshake.probe_seconds
         if handshake.era == "modern":

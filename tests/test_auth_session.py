@@ -34,6 +34,7 @@ def test_session_connect_authorizes_lists_and_calls(provider, tmp_path, no_leaks
         with mcpsync.Session.connect(
             rs.url, auth=OAuth(redirect="headless", store=store), timeout=30
         ) as s:
+            assert s.phases["auth"] > 0  # the dance inside the first POST is its own phase
             assert [t.name for t in s.list_tools()] == ["whoami"]
             out = s.call_tool("whoami", {})  # 403 insufficient_scope -> step-up -> retried
             info = json.loads(out.content[0].text)
@@ -47,6 +48,7 @@ def test_session_connect_authorizes_lists_and_calls(provider, tmp_path, no_leaks
             auth=OAuth(redirect=lambda u: pytest.fail("authorized again"), store=store),
             timeout=30,
         ) as s:
+            assert "auth" not in s.phases
             s.call_tool("whoami", {})
         assert provider.stats()["authorizations"] == after["authorizations"]
 

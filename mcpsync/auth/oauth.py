@@ -23,6 +23,7 @@ Tokens about to expire are refreshed before a request is sent.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -158,6 +159,8 @@ class OAuth(AuthBase):
         self.allow_insecure_http = allow_insecure_http
         self.refresh_skew = 60.0
         self._lock = threading.RLock()
+        #: seconds spent answering 401/403 challenges (discovery, registration, tokens)
+        self.flow_seconds = 0.0
         self._server_url = canonical_server_url(server_url) if server_url else None
         self._token: TokenSet | None = None
         self._loaded = False
@@ -274,11 +277,14 @@ class OAuth(AuthBase):
             return r
         if not same_origin(r.request.url or "", self._server_url):
             return r
+        started = time.perf_counter()
         try:
             return self._handle_challenge(r, **kwargs)
         except BaseException:
             r.close()  # give the connection back before the error propagates
             raise
+        finally:  # the session reports this as its "auth" bring-up phase
+            self.flow_seconds += time.perf_counter() - started
 
     def _handle_challenge(self, r: requests.Response, **kwargs: Any) -> requests.Response:
         assert self._server_url is not None
