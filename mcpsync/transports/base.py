@@ -21,6 +21,8 @@ Threading contract:
 
 from __future__ import annotations
 
+import logging
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
@@ -31,6 +33,9 @@ Message = dict[str, Any]
 OnMessage = Callable[[Message], None]
 OnClose = Callable[[BaseException | None], None]
 OnError = Callable[[BaseException], None]
+
+log = logging.getLogger("mcpsync")
+_ONCE = threading.Lock()  # guards every transport's report-close-once flag (tiny section)
 
 
 class Transport(ABC):
@@ -57,3 +62,47 @@ class Transport(ABC):
     def describe(self) -> str:
         """One line for reports and error messages (no secrets)."""
         return self.kind
+
+    # -- for implementations: the three callbacks, each used safely ------------------
+
+    name: str = "server"
+    _on_message: OnMessage | None = None
+    _on_close: OnClose | None = None
+    _on_error: OnError | None = None
+    _close_reported = False
+
+    def _bind(self, on_message: OnMessage, on_close: OnClose, on_error: OnError | None) -> None:
+        self._on_message, self._on_close, self._on_error = on_message, on_close, on_error
+
+    def _deliver(self, message: Any) -> None:
+        """Hand one decoded message (or each of a batch) to ``on_message``."""
+        on_message = self._on_message
+        if on_message is None:
+            return
+        try:
+            if isinstance(message, list):
+                for item in message:
+                    on_message(item)
+            else:
+                on_message(message)
+        except Exception:  # a bug in a callback must not break the transport's reader
+            log.exception("mcpsync: error while handling a message from %s", self.name)
+
+    def _report(self, error: BaseException) -> None:
+        """Report garbage on the wire (or a lost reply) without ending the stream."""
+        if self._on_error is None:
+            log.warning("mcpsync: %s", error)
+            return
+        try:
+            self._on_error(error)
+        except Exception:
+            log.exception("mcpsync: error in on_error for %s", self.name)
+
+    def _report_close(self, error: BaseException | None) -> None:
+        """Call ``on_close`` exactly once."""
+        with _ONCE:
+            if self._close_reported:
+                return
+            self._close_reported = True
+        if self._on_close is not None:
+            self._on_close(error)

@@ -102,11 +102,7 @@ class LegacySSETransport(Transport):
         self._reader: threading.Thread | None = None
         self._closing = threading.Event()
         self._lock = threading.Lock()
-        self._close_reported = False
         self._http_closed = False
-        self._on_message: OnMessage | None = None
-        self._on_close: OnClose | None = None
-        self._on_error: OnError | None = None
         self._post_headers = {**self._http.headers, "Content-Type": "application/json"}
 
     # -- Transport -------------------------------------------------------------------
@@ -120,7 +116,7 @@ class LegacySSETransport(Transport):
         """Open the event stream and wait (bounded by ``connect_timeout``) for ``endpoint``."""
         if self._closing.is_set():
             raise TransportError(f"{self.describe()}: transport is closed")
-        self._on_message, self._on_close, self._on_error = on_message, on_close, on_error
+        self._bind(on_message, on_close, on_error)
         headers = {**self._http.headers, "Accept": ACCEPT_SSE, "Cache-Control": "no-cache"}
         response, target = self._http.request(
             "GET", self.target, headers, None, self.sse_read_timeout
@@ -211,23 +207,8 @@ class LegacySSETransport(Transport):
             self._http.close()
 
     def _report(self, error: BaseException) -> None:
-        if self._closing.is_set():
-            return
-        if self._on_error is not None:
-            try:
-                self._on_error(error)
-            except Exception:
-                log.exception("mcpsync: error in on_error for %s", self.name)
-        else:
-            log.warning("mcpsync: %s", error)
-
-    def _report_close(self, error: BaseException | None) -> None:
-        with self._lock:
-            if self._close_reported:
-                return
-            self._close_reported = True
-        if self._on_close is not None:
-            self._on_close(error)
+        if not self._closing.is_set():
+            super()._report(error)
 
     def _set_endpoint(self, data: bytes) -> None:
         text = data.decode("utf-8", "replace").strip()
@@ -290,15 +271,3 @@ class LegacySSETransport(Transport):
             self._ended = ended
             self._report_close(ended)
 
-    def _deliver(self, message: Any) -> None:
-        on_message = self._on_message
-        if on_message is None:
-            return
-        try:
-            if isinstance(message, list):
-                for item in message:
-                    on_message(item)
-            else:
-                on_message(message)
-        except Exception:
-            log.exception("mcpsync: error while handling a message from %s", self.name)

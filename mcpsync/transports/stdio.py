@@ -100,11 +100,6 @@ class StdioTransport(Transport):
         self._reader: threading.Thread | None = None
         self._stderr_reader: threading.Thread | None = None
         self._closing = threading.Event()
-        self._closed_once = threading.Lock()
-        self._on_close: OnClose | None = None
-        self._on_message: OnMessage | None = None
-        self._on_error: OnError | None = None
-        self._close_reported = False
         # the reader role and the line buffer it guards
         self._role = threading.Lock()
         self._role_cv = threading.Condition()
@@ -142,12 +137,11 @@ class StdioTransport(Transport):
         except (OSError, ValueError) as exc:
             raise TransportError(f"cannot start server {self.argv[0]!r}: {exc}") from exc
         self._stdin = self.process.stdin
-        self._on_close = on_close
+        self._bind(on_message, on_close, on_error)
         self._stderr_reader = threading.Thread(
             target=self._drain_stderr, name=f"mcpsync-stdio-stderr[{self.name}]", daemon=True
         )
         assert self.process.stdout is not None
-        self._on_message, self._on_error = on_message, on_error
         self._fd = self.process.stdout.fileno()
         if self.wait_for is not None:
             self._caller_poll = select.poll()
@@ -204,14 +198,6 @@ class StdioTransport(Transport):
         if self._stderr_reader is not None:
             self._stderr_reader.join(timeout=0.5)
         return ServerExited(f"server {self.name!r}: {what}", exit_code=code, stderr_tail=self.stderr_tail())
-
-    def _report_close(self, error: BaseException | None) -> None:
-        with self._closed_once:
-            if self._close_reported:
-                return
-            self._close_reported = True
-        if self._on_close is not None:
-            self._on_close(error)
 
     # -- reading: the reader role -------------------------------------------------------
 
@@ -360,9 +346,9 @@ class StdioTransport(Transport):
                 piece = b"".join(self._parts)
                 self._parts.clear()
                 self._part_bytes = 0
-            self._deliver(piece)
+            self._deliver_line(piece)
 
-    def _deliver(self, line: bytes) -> None:
+    def _deliver_line(self, line: bytes) -> None:
         if not line or line.isspace():
             return
         try:
@@ -370,22 +356,7 @@ class StdioTransport(Transport):
         except ProtocolError as exc:
             self._report(ProtocolError(f"server {self.name!r} wrote to stdout: {exc}"))
             return
-        on_message = self._on_message
-        assert on_message is not None
-        try:
-            if isinstance(message, list):
-                for item in message:
-                    on_message(item)
-            else:
-                on_message(message)
-        except Exception:  # a bug in a callback must not break reading
-            log.exception("mcpsync: error while handling a message from %s", self.name)
-
-    def _report(self, exc: ProtocolError) -> None:
-        if self._on_error is not None:
-            self._on_error(exc)
-        else:
-            log.warning("%s", exc)
+        self._deliver(message)
 
     def _drain_stderr(self) -> None:
         proc = self.process

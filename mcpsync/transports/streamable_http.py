@@ -799,13 +799,9 @@ class StreamableHTTPTransport(Transport):
         self._state_lock = threading.Lock()
         self._streams: set[_Stream] = set()
         self._closing = threading.Event()
-        self._close_reported = False
         self._started = False
         self._get_thread: threading.Thread | None = None
         self._get_unsupported = False
-        self._on_message: OnMessage | None = None
-        self._on_close: OnClose | None = None
-        self._on_error: OnError | None = None
         self._init_headers: dict[str, str] = {}
         self._post_headers: dict[str, str] = {}
         self._post_session: str | None = None
@@ -821,7 +817,7 @@ class StreamableHTTPTransport(Transport):
     ) -> None:
         if self._closing.is_set():
             raise TransportError(f"{self.describe()}: transport is closed")
-        self._on_message, self._on_close, self._on_error = on_message, on_close, on_error
+        self._bind(on_message, on_close, on_error)
         self._started = True
         self._maybe_open_back_channel()
 
@@ -1008,37 +1004,9 @@ class StreamableHTTPTransport(Transport):
 
     # -- delivery ---------------------------------------------------------------------
 
-    def _deliver(self, message: Any) -> None:
-        on_message = self._on_message
-        if on_message is None:
-            return
-        try:
-            if isinstance(message, list):
-                for item in message:
-                    on_message(item)
-            else:
-                on_message(message)
-        except Exception:  # a bug in a callback must not break the transport
-            log.exception("mcpsync: error while handling a message from %s", self.name)
-
     def _report(self, error: BaseException) -> None:
-        if self._closing.is_set():
-            return
-        if self._on_error is not None:
-            try:
-                self._on_error(error)
-            except Exception:
-                log.exception("mcpsync: error in on_error for %s", self.name)
-        else:
-            log.warning("mcpsync: %s", error)
-
-    def _report_close(self, error: BaseException | None) -> None:
-        with self._state_lock:
-            if self._close_reported:
-                return
-            self._close_reported = True
-        if self._on_close is not None:
-            self._on_close(error)
+        if not self._closing.is_set():
+            super()._report(error)
 
     # -- SSE streams ---------------------------------------------------------------------
 
