@@ -50,6 +50,7 @@ RequestHandler = Callable[[dict[str, Any]], Any]
 NotificationHandler = Callable[[str, dict[str, Any]], None]
 
 _STOP = object()
+_DONE_STATES = frozenset({"CANCELLED", "CANCELLED_AND_NOTIFIED", "FINISHED"})  # concurrent.futures states
 _NEVER = float("inf")
 
 
@@ -80,6 +81,11 @@ class _RequestFuture(Future):  # type: ignore[type-arg]
 
     _mcpsync_call: _Call
     _connection: Connection
+
+    def done(self) -> bool:
+        # Read without the condition lock (callers poll this in their read loop); a
+        # stale answer only costs one more turn of that loop.
+        return self._state in _DONE_STATES  # type: ignore[attr-defined]
 
     def cancel(self) -> bool:
         if not super().cancel():

@@ -35,6 +35,7 @@ INTERNAL_ERROR = -32603
 HEADER_MISMATCH = -32020
 UNSUPPORTED_PROTOCOL_VERSION = -32022
 
+_loads = json.JSONDecoder().decode
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 
 
@@ -54,7 +55,7 @@ def excerpt(data: bytes | str, limit: int = 200) -> str:
 def decode(data: bytes | str) -> Any:
     """Parse one JSON-RPC message or batch; raise ProtocolError on anything else."""
     try:
-        message = json.loads(data)
+        message = _loads(data.decode("utf-8") if isinstance(data, bytes) else data)
     except ValueError as exc:
         raise ProtocolError(f"not JSON: {excerpt(data)!r} ({exc})") from None
     if isinstance(message, dict):
