@@ -96,12 +96,17 @@ def _types() -> Any:
     return mcp_types
 
 
-def _validate(model_name: str, data: Any) -> Any:
-    from pydantic import ValidationError
+_validators: dict[str, Callable[[Any], Any]] = {}  # model name -> its pydantic validator
 
+
+def _validate(model_name: str, data: Any) -> Any:
+    """``data`` as the ``mcp_types`` model ``model_name`` (ProtocolError if it does not fit)."""
+    validate = _validators.get(model_name)
+    if validate is None:
+        validate = _validators[model_name] = getattr(_types(), model_name).model_validate
     try:
-        return getattr(_types(), model_name).model_validate(data)
-    except ValidationError as exc:
+        return validate(data)
+    except ValueError as exc:  # pydantic's ValidationError is a ValueError
         raise ProtocolError(f"server sent an invalid {model_name}: {exc}") from None
 
 
