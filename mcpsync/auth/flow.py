@@ -270,6 +270,8 @@ def client_assertion(client: ClientInfo, audience: str, *, lifetime: int = 300) 
         import jwt  # PyJWT, needs the 'cryptography' package for ES*/RS*/PS*
     except ImportError:  # pragma: no cover - depends on the environment
         raise ConfigError("private_key_jwt needs the PyJWT and cryptography packages") from None
+    if not client.private_key_pem:
+        raise ConfigError("private_key_jwt needs the client's private key (private_key_pem)")
     now = int(time.time())
     claims = {
         "iss": client.client_id,

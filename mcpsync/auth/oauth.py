@@ -344,9 +344,10 @@ class OAuth(AuthBase):
         prep = r.request.copy()
         if hasattr(prep.body, "read"):
             rewind_body(prep)
-        if r.raw is not None and hasattr(prep, "_cookies"):
-            extract_cookies_to_jar(prep._cookies, r.request, r.raw)
-            prep.prepare_cookies(prep._cookies)
+        jar = getattr(prep, "_cookies", None)  # None for a request prepared without cookies
+        if r.raw is not None and jar is not None:
+            extract_cookies_to_jar(jar, r.request, r.raw)
+            prep.prepare_cookies(jar)
         header = self._auth_header()
         if header and self._server_url and same_origin(prep.url or "", self._server_url):
             prep.headers["Authorization"] = header
@@ -467,12 +468,12 @@ class OAuth(AuthBase):
         issuer = prm.authorization_servers[0]
         if self._bound_issuer and self._bound_issuer in prm.authorization_servers:
             issuer = self._bound_issuer
-        asm = discover_authorization_server(self._http, issuer, timeout=self.timeout)
-        if asm is None:
+        found = discover_authorization_server(self._http, issuer, timeout=self.timeout)
+        if found is None:
             raise AuthError(
                 f"authorization server {issuer} publishes no metadata (RFC 8414 / OpenID discovery)"
             )
-        return prm, prm.resource, asm
+        return prm, prm.resource, found
 
     def _obtain_token(
         self, challenge: Challenge | None, *, step_up: bool, allow_refresh: bool

@@ -168,7 +168,9 @@ class LoopbackRedirect(RedirectHandler):
             )
             if ok:
                 host, port = self._server.server_address[:2] if self._server else (self.host, 0)
-                host = f"[{host}]" if ":" in str(host) else host
+                if isinstance(host, (bytes, bytearray)):  # typeshed allows it; TCP gives str
+                    host = host.decode()
+                host = f"[{host}]" if ":" in host else host
                 self._result = f"http://{host}:{port}{h.path}"
         if ok:
             h.send_response(200)
