@@ -278,7 +278,11 @@ class Host:
         Never raises for a server that fails: see :meth:`status` / :attr:`errors`.
         """
         self._check_open()
-        eager = [s for s in self._servers.values() if s.state == IDLE and not s.entry.lazy]
+        eager = [
+            s
+            for s in self._servers.values()
+            if s.state == IDLE and s.entry is not None and not s.entry.lazy
+        ]
         started = [s for s in eager if self._begin(s)]
         bound = timeout if timeout is not None else self._start_timeout
         if bound is None:
@@ -343,12 +347,17 @@ class Host:
     # ------------------------------------------------------------------ bring-up
 
     @staticmethod
-    def _connect_bound(entry: ServerEntry) -> float:
+    def _connect_bound(entry: ServerEntry | None) -> float:
+        """How long a bring-up of ``entry`` may take; 0 without an entry (failed at once)."""
+        if entry is None:
+            return 0.0
         return entry.connect_timeout if entry.connect_timeout is not None else 30.0
 
     def _ask_consent(self, s: _Server) -> bool:
         if self._consent is None:
             return True
+        if s.entry is None:  # a broken entry is never started: nothing to consent to
+            return False
         with self._consent_lock:
             if s.consent is None:
                 try:
