@@ -391,14 +391,26 @@ def encode_header_value(value: str) -> str:
     return "=?base64?" + base64.b64encode(value.encode("utf-8")).decode("ascii") + "?="
 
 
+def _mapping_at(obj: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    """``obj[key]`` if it is a mapping, else an empty one (a peer may send anything there)."""
+    value = obj.get(key)
+    return value if isinstance(value, Mapping) else {}
+
+
+def _dict_at(obj: Mapping[str, Any], key: str) -> dict[str, Any]:
+    """``obj[key]`` if it is a JSON object, else an empty one (a peer may send anything there)."""
+    value = obj.get(key)
+    return value if isinstance(value, dict) else {}
+
+
 def standard_headers(message: Mapping[str, Any]) -> dict[str, str]:
     """``MCP-Protocol-Version``, ``Mcp-Method`` and ``Mcp-Name`` for one modern POST.
 
     The version comes from the message's ``_meta`` (so header and body always agree);
     nothing is returned for a message without a modern version (legacy traffic).
     """
-    params = message.get("params") if isinstance(message.get("params"), Mapping) else {}
-    meta = params.get("_meta") if isinstance(params.get("_meta"), Mapping) else {}
+    params = _mapping_at(message, "params")
+    meta = _mapping_at(params, "_meta")
     version = meta.get(PROTOCOL_VERSION_KEY)
     method = message.get("method")
     if (
@@ -720,17 +732,16 @@ def _negotiate(
                 f"server/discover: the server supports only {', '.join(legacy_only.supported)}", server_key,
             )  # fmt: skip
         supported = result.get("supportedVersions")
-        chosen = _newest_mutual_modern(
-            supported if isinstance(supported, list) else (), pinned or version
-        )
+        offered: list[Any] = supported if isinstance(supported, list) else []
+        chosen = _newest_mutual_modern(offered, pinned or version)
         if chosen is None:
             if forced:
-                raise VersionMismatch(MODERN_VERSIONS, ", ".join(map(str, supported or ())))
-            legacy_versions = [v for v in (supported or ()) if v in HANDSHAKE_VERSIONS]
-            why = f"server/discover lists no modern version ({', '.join(map(str, supported or ())) or 'none'})"
-            if not legacy_versions and supported:
+                raise VersionMismatch(MODERN_VERSIONS, ", ".join(map(str, offered)))
+            legacy_versions = [v for v in offered if v in HANDSHAKE_VERSIONS]
+            why = f"server/discover lists no modern version ({', '.join(map(str, offered)) or 'none'})"
+            if not legacy_versions and offered:
                 raise VersionMismatch(
-                    (*MODERN_VERSIONS, *HANDSHAKE_VERSIONS), ", ".join(map(str, supported))
+                    (*MODERN_VERSIONS, *HANDSHAKE_VERSIONS), ", ".join(map(str, offered))
                 )
             return _legacy(conn, capabilities, client_info, None, timeout, why, server_key)
         HINT_CACHE.put(server_key, credential_key, "server/discover", None, result)
@@ -739,7 +750,7 @@ def _negotiate(
             if forced and not pinned
             else (f"protocol version {pinned} pinned" if pinned else "server/discover answered")
         )
-        reason = "; ".join([*notes, f"{how}: server supports {', '.join(map(str, supported))}"])
+        reason = "; ".join([*notes, f"{how}: server supports {', '.join(map(str, offered))}"])
         return _modern(conn, result, chosen, capabilities, client_info, started, reason, server_key)
     raise AssertionError("unreachable")  # pragma: no cover
 
@@ -877,7 +888,7 @@ def _modern(
     reason: str,
     server_key: str | None,
 ) -> Handshake:
-    meta = result.get("_meta") if isinstance(result.get("_meta"), dict) else {}
+    meta = _dict_at(result, "_meta")
     server_info = meta.get(SERVER_INFO_KEY) or result.get("serverInfo")
     if not isinstance(server_info, dict) or "name" not in server_info:
         server_info = {"name": getattr(conn, "name", "server"), "version": ""}
@@ -1285,14 +1296,10 @@ class ModernWire:
                         raise ProtocolError(f"task {task_id} completed without a result object")
                     return result
                 if status == "failed":
-                    error = task.get("error") if isinstance(task.get("error"), dict) else {}
-                    code = (
-                        error.get("code")
-                        if isinstance(error.get("code"), int)
-                        else jsonrpc.INTERNAL_ERROR
-                    )
+                    error = _dict_at(task, "error")
+                    code = error.get("code")
                     raise ServerError(
-                        code,
+                        code if isinstance(code, int) else jsonrpc.INTERNAL_ERROR,
                         str(error.get("message", "task failed")),
                         error.get("data"),
                         method="tools/call",
@@ -1303,11 +1310,7 @@ class ModernWire:
                         f"task {task_id} was cancelled" + (f": {note}" if note else "")
                     )
                 if status == "input_required":
-                    requests = (
-                        task.get("inputRequests")
-                        if isinstance(task.get("inputRequests"), dict)
-                        else {}
-                    )
+                    requests = _dict_at(task, "inputRequests")
                     pending = {k: v for k, v in requests.items() if k not in answered}
                     if pending:
                         responses = self._fulfil(pending)
@@ -1453,7 +1456,7 @@ class ModernWire:
     # -- notifications ----------------------------------------------------------------------
 
     def _on_notification(self, method: str, params: dict[str, Any]) -> None:
-        meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+        meta = _dict_at(params, "_meta")
         subscription = meta.get(SUBSCRIPTION_ID_KEY)
         if method == "notifications/subscriptions/acknowledged":
             self.listener.on_acknowledged(subscription, params)
