@@ -172,6 +172,9 @@ class Session:
         self.reinitializations = 0
         self._handshake: Handshake | None = None
         self._init_args: dict[str, Any] = {}
+        #: the auth object given to connect(): held for the session's life; its
+        #: ``flow_seconds`` tells bring-up how long an OAuth dance took
+        self._keep_alive: Any = None
         self._client_capabilities: dict[str, Any] = {}
         self._roots: Any = None
         self._on_log: Callable[[Any], None] | None = None
@@ -287,7 +290,7 @@ class Session:
         args = dict(self._init_args)
         if era is not None:
             args["era"] = era
-        auth_obj = getattr(self, "_keep_alive", None)
+        auth_obj = self._keep_alive
         auth_before = getattr(auth_obj, "flow_seconds", None)
         handshake = negotiate(self._conn, capabilities=self._client_capabilities, **args)
         self._handshake = handshake
@@ -305,7 +308,7 @@ class Session:
         if handshake.era == "modern":
             self._modern = ModernWire(
                 self, handshake, server_key=args.get("server_key"), credential_key=args.get("credential_key"),
-                keep_alive=getattr(self, "_keep_alive", None),
+                keep_alive=self._keep_alive,
             )  # fmt: skip
 
     def _reinitialize(self) -> None:
@@ -771,12 +774,12 @@ class Session:
                 with self._cache_lock:
                     self._tools = None
                     self._tools_by_name = {}
-            for callback in self._list_changed.get(kind, ()):
-                callback()
+            for on_change in self._list_changed.get(kind, ()):
+                on_change()
         elif method == "notifications/resources/updated":
             uri = params.get("uri", "")
-            for callback in self._subscriptions.get(uri, ()):
-                callback(uri)
+            for on_update in self._subscriptions.get(uri, ()):
+                on_update(uri)
         for callback in self._notification_callbacks:
             callback(method, params)
 
