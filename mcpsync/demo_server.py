@@ -29,7 +29,7 @@ import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, Any, TypeGuard
 
 __all__ = [
     "SUPPORTED_VERSIONS",
@@ -132,7 +132,7 @@ def _schema(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[
     return schema
 
 
-def _number(value: Any) -> bool:
+def _number(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 

@@ -574,6 +574,8 @@ class HTTPClient:
                 or getattr(HTTPAdapter.send, "__module__", "") != "requests.adapters"
             ):
                 return  # a custom adapter, or HTTPAdapter.send patched (e.g. by a mocking library)
+            # set before the pool: _send uses it once the pool sees a cookie
+            self._cookie_request = requests.Request("GET", url).prepare()
             self._pool = _FastPool(
                 self.target.origin,
                 connect_timeout=self.connect_timeout,
@@ -587,7 +589,6 @@ class HTTPClient:
             raise ConfigError(f"TLS settings for {safe_url(url)}: {exc}") from None
         except requests.RequestException:
             return
-        self._cookie_request = requests.Request("GET", url).prepare()
 
     def request(
         self,
@@ -635,11 +636,13 @@ class HTTPClient:
                 if response.headers.get("set-cookie") is not None:
                     # Cookies (e.g. load-balancer stickiness): keep them, and from now on
                     # let requests send them.
-                    extract_cookies_to_jar(self.session.cookies, self._cookie_request, response)
+                    cookie_request = self._cookie_request
+                    if cookie_request is not None:  # always: it is set before the pool
+                        extract_cookies_to_jar(self.session.cookies, cookie_request, response)
                     self._pool = None
                     pool.close()
                 return response
-            response = self.session.request(
+            reply = self.session.request(
                 method,
                 target.url,
                 data=body,
@@ -651,9 +654,9 @@ class HTTPClient:
                 verify=self.verify,
                 cert=self.cert,
             )
-            if response._content_consumed:  # a response hook read it already
-                return _Buffered(response)
-            return response.raw
+            if reply._content_consumed:  # a response hook read it already
+                return _Buffered(reply)
+            return reply.raw
         except MCPSyncError:
             raise
         except _ConnectTimeout:
