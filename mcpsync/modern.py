@@ -46,6 +46,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, InvalidStateError
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING, Any
 
 from . import jsonrpc
@@ -971,7 +972,7 @@ class ModernFuture(Future):  # type: ignore[type-arg]
             while True:
                 try:
                     return self.result(timeout=1.0)
-                except TimeoutError:
+                except FutureTimeout:  # not the builtin TimeoutError before Python 3.11
                     if self._wire.closed:
                         raise self._wire._conn._closed_error() from None
         except KeyboardInterrupt:

@@ -204,3 +204,13 @@ def test_a_server_killed_by_the_probe_is_started_again_as_legacy(no_leaks, monke
         assert s.call_tool("echo", {"message": "second life"}).content[0].text == "second life"
     with mcpsync.Session.connect(argv, timeout=30) as s:  # remembered: no probe, no restart
         assert s.era == "legacy" and "remembered" in s.era_reason
+
+
+def test_a_modern_call_longer_than_a_second(no_leaks):
+    # The blocking wait polls its future once a second; on Python 3.10 that poll raises
+    # concurrent.futures.TimeoutError, which is not the builtin TimeoutError.
+    with mcpsync.Session.connect(modern_sdk_argv(), timeout=30) as s:
+        assert s.era == "modern"
+        seen = []
+        result = s.call_tool("long_running", {"duration": 1.5, "steps": 3}, on_progress=seen.append)
+        assert not result.is_error and len(seen) == 3
