@@ -312,3 +312,12 @@ def test_choose_auth_method():
 def test_client_info_repr_hides_secret():
     c = ClientInfo("cid", "TOPSECRET", private_key_pem="-----BEGIN KEY-----")
     assert "TOPSECRET" not in repr(c) and "BEGIN" not in repr(c) and "cid" in repr(c)
+
+
+def test_private_key_jwt_without_a_key_is_a_config_error():
+    from mcpsync.auth.flow import client_assertion
+    from mcpsync.auth.registration import ClientInfo
+    from mcpsync.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="private_key_pem"):
+        client_assertion(ClientInfo("svc"), "https://as.example/token")

@@ -1115,3 +1115,13 @@ def test_forced_legacy_is_not_remembered_as_a_verdict(no_leaks):
     third = FakeServer()
     with connect(third) as s:
         assert s.era == "legacy" and s.phases["probe"] > 0
+
+
+@pytest.mark.parametrize("bad", [2026, "2026-07-28", None])
+def test_discover_reply_with_malformed_supported_versions_falls_back_to_legacy(no_leaks, bad):
+    server = FakeServer(
+        handlers={"server/discover": lambda m: discover_result(supportedVersions=bad)}
+    )
+    with connect(server) as s:
+        assert s.era == "legacy" and s.protocol_version == "2025-11-25"
+    assert "initialize" in methods(server)
