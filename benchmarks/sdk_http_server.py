@@ -12,16 +12,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import sys
-
-import anyio
 
 sys.path.insert(
     0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests")
 )
 
-from servers.sdk_server import READY, build_server  # noqa: E402
+from servers.sdk_server import READY, build_server, listen, serve_http  # noqa: E402
 
 __all__ = ["main"]
 
@@ -37,28 +34,9 @@ def main(argv: list[str] | None = None) -> int:
     def big(size_bytes: int) -> str:
         return "x" * size_bytes
 
-    import uvicorn
-
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    # Accepted sockets inherit this on Linux; without it a keep-alive request waits ~40 ms
-    # (Nagle on the server's reply vs. the client's delayed ACK).
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    sock.bind(("127.0.0.1", args.port))
-    sock.listen(128)
+    sock = listen(args.port)
     url = f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
-    app = mcp.streamable_http_app(json_response=True, stateless_http=True)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-
-    async def run() -> None:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(server.serve, [sock])
-            with anyio.fail_after(30):
-                while not server.started:  # uvicorn has no startup event
-                    await anyio.sleep(0.01)
-            print(f"{READY}: {url}", file=sys.stderr, flush=True)
-
-    anyio.run(run)
+    serve_http(mcp.streamable_http_app(json_response=True, stateless_http=True), sock, url, READY)
     return 0
 
 

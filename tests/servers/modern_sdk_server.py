@@ -24,7 +24,6 @@ the ``Mcp-Param-Region`` header on HTTP). Resources ``demo://readme`` and templa
 from __future__ import annotations
 
 import argparse
-import socket
 import sys
 import warnings
 from typing import Annotated
@@ -36,6 +35,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.resolve import Elicit, ListRoots, Resolve, Sample
 from mcp.shared.exceptions import MCPDeprecationWarning
 from pydantic import BaseModel, Field
+from sdk_server import listen, serve_http  # same folder: run as a script or via servers.
 
 __all__ = ["build_server", "main", "READY"]
 
@@ -172,14 +172,6 @@ def build_server() -> MCPServer:
     return mcp
 
 
-def _listen(port: int) -> socket.socket:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", port))
-    sock.listen(128)
-    return sock
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="modern_sdk_server.py", description=__doc__.splitlines()[0]
@@ -196,22 +188,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{READY}: stdio", file=sys.stderr, flush=True)
         mcp.run("stdio")
         return 0
-    import uvicorn
-
-    sock = _listen(args.port)
+    sock = listen(args.port)
     url = f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
-    app = mcp.streamable_http_app(json_response=args.json, stateless_http=True)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-
-    async def run() -> None:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(server.serve, [sock])
-            with anyio.fail_after(30):
-                while not server.started:  # uvicorn offers no startup event
-                    await anyio.sleep(0.01)
-            print(f"{READY}: {url}", file=sys.stderr, flush=True)
-
-    anyio.run(run)
+    serve_http(
+        mcp.streamable_http_app(json_response=args.json, stateless_http=True), sock, url, READY
+    )
     return 0
 
 

@@ -197,7 +197,8 @@ class MemoryEventStore(EventStore):
         return stream_id
 
 
-def _listen(port: int) -> socket.socket:
+def listen(port: int) -> socket.socket:
+    """A 127.0.0.1 listening socket (port 0: a free one) with TCP_NODELAY."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     # Accepted sockets inherit it on Linux: without it every keep-alive reply after the
@@ -208,7 +209,8 @@ def _listen(port: int) -> socket.socket:
     return sock
 
 
-def _serve_http(app: Any, sock: socket.socket, url: str) -> None:
+def serve_http(app: Any, sock: socket.socket, url: str, ready: str = READY) -> None:
+    """Serve an ASGI app on ``sock`` with uvicorn; print ``<ready>: <url>`` once it accepts."""
     import uvicorn
 
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
@@ -219,7 +221,7 @@ def _serve_http(app: Any, sock: socket.socket, url: str) -> None:
             with anyio.fail_after(30):
                 while not server.started:  # uvicorn offers no startup event
                     await anyio.sleep(0.01)
-            print(f"{READY}: {url}", file=sys.stderr, flush=True)
+            print(f"{ready}: {url}", file=sys.stderr, flush=True)
 
     anyio.run(run)
 
@@ -244,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{READY}: stdio", file=sys.stderr, flush=True)
         mcp.run("stdio")
         return 0
-    sock = _listen(args.port)
+    sock = listen(args.port)
     port = sock.getsockname()[1]
     if args.transport == "http":
         app = mcp.streamable_http_app(
@@ -252,9 +254,9 @@ def main(argv: list[str] | None = None) -> int:
             stateless_http=args.stateless,
             event_store=MemoryEventStore() if args.resumable else None,
         )
-        _serve_http(app, sock, f"http://127.0.0.1:{port}/mcp")
+        serve_http(app, sock, f"http://127.0.0.1:{port}/mcp")
     else:
-        _serve_http(mcp.sse_app(), sock, f"http://127.0.0.1:{port}/sse")
+        serve_http(mcp.sse_app(), sock, f"http://127.0.0.1:{port}/sse")
     return 0
 
 
