@@ -973,10 +973,7 @@ def main(
     except KeyboardInterrupt:
         stderr.write(f"\n{PROG}: interrupted\n")
         return EXIT_INTERRUPTED
-    except UsageError as exc:
-        stderr.write(f"{PROG} {command}: error: {exc}\n")
-        return EXIT_USAGE
-    except ConfigError as exc:
+    except (UsageError, ConfigError) as exc:
         stderr.write(f"{PROG} {command}: error: {exc}\n")
         return EXIT_USAGE
     except ConnectFailed as exc:

@@ -308,10 +308,6 @@ class Connection:
         if self._pending.pop(call.id, None) is not None:
             self._send_cancelled(call, "cancelled by the client")
 
-    def cancel(self, future: Future[Any], reason: str = "cancelled by the client") -> bool:
-        """Cancel a request in flight: retire it and tell the server."""
-        return future.cancel()
-
     # -- incoming --------------------------------------------------------------------
 
     def _on_message(self, message: Message) -> None:
