@@ -63,9 +63,18 @@ class Progress(NamedTuple):
 
 
 class _Call:
-    __slots__ = ("id", "method", "future", "on_progress", "timeout", "deadline", "hard_deadline", "reset")
+    """One request in flight: its deadlines, its progress callback, and where its outcome goes.
 
-    def __init__(self, rid: int, method: str, future: Future[Any]) -> None:
+    The outcome goes to ``future`` (``request()``), or, for a blocking ``call()``, into this
+    object's own slots (``finished``/``value``/``error``): the waiting caller then needs no
+    Future, no condition variable and no lock. Whoever pops the call from the pending table
+    settles it, so each call is settled once.
+    """
+
+    __slots__ = ("id", "method", "future", "on_progress", "timeout", "deadline", "hard_deadline", "reset",
+                 "finished", "value", "error", "event")  # fmt: skip
+
+    def __init__(self, rid: int, method: str, future: Future[Any] | None) -> None:
         self.id = rid
         self.method = method
         self.future = future
@@ -74,6 +83,35 @@ class _Call:
         self.deadline = _NEVER
         self.hard_deadline = _NEVER
         self.reset = False
+        self.finished = False
+        self.value: Any = None
+        self.error: BaseException | None = None
+        self.event: threading.Event | None = None  # set by a waiter that cannot read itself
+
+    def done(self) -> bool:
+        """Duck-typed like ``Future.done()`` for the transport's read loop."""
+        return self.finished if self.future is None else self.future.done()
+
+    def settle(self, value: Any, error: BaseException | None = None) -> bool:
+        """Record the outcome; False when it was settled (or cancelled) already."""
+        future = self.future
+        if future is not None:
+            try:
+                if error is None:
+                    future.set_result(value)
+                else:
+                    future.set_exception(error)
+            except InvalidStateError:
+                return False
+            return True
+        if self.finished:
+            return False
+        self.value, self.error = value, error
+        self.finished = True  # after value/error: a reader that sees this sees them
+        event = self.event  # read after `finished` (the waiter sets event, then checks finished)
+        if event is not None:
+            event.set()
+        return True
 
 
 class _RequestFuture(Future):  # type: ignore[type-arg]
@@ -137,11 +175,14 @@ class Connection:
         self._handler_threads: set[threading.Thread] = set()
         self._incoming_cancelled: set[Any] = set()
         self._reinit_lock = threading.Lock()
+        #: the transport's "read in the calling thread" hook (stdio), set by start()
+        self._pump: Callable[[Any, float], None] | None = None
 
     # -- lifecycle ---------------------------------------------------------------------
 
     def start(self) -> None:
         """Start the threads, then the transport (which may deliver at once)."""
+        self._pump = getattr(self.transport, "wait_for", None)
         self._dispatcher.start()
         self._timer.start()
         try:
@@ -191,13 +232,55 @@ class Connection:
         never past ``max_timeout`` from the start (default: 10 x timeout). ``headers``:
         extra HTTP headers for this request (``Mcp-Param-*``), for transports that take them.
         """
+        future = _RequestFuture()
+        call = self._start(method, params, future, timeout, on_progress, reset_timeout_on_progress, max_timeout, headers)
+        future._mcpsync_call = call
+        future._connection = self
+        if on_progress is not None:
+            rid = call.id
+            future.add_done_callback(lambda _: self._progress.pop(rid, None))
+        return future
+
+    def call(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        timeout: float | None = ...,  # type: ignore[assignment]
+        on_progress: Callable[[Progress], None] | None = None,
+        reset_timeout_on_progress: bool = False,
+        max_timeout: float | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> Any:
+        """Send a request and block until its raw ``result`` dict arrives (``request`` + ``wait``).
+
+        The blocking path of every synchronous API: no Future is made; the outcome lands in
+        the call's own slots. Same options, errors, timeouts and Ctrl-C handling as
+        ``wait(request(...))``.
+        """
+        call = self._start(method, params, None, timeout, on_progress, reset_timeout_on_progress, max_timeout, headers)
+        try:
+            return self._wait_call(call)
+        finally:
+            if on_progress is not None:
+                self._progress.pop(call.id, None)
+
+    def _start(
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        future: Future[Any] | None,
+        timeout: float | None,
+        on_progress: Callable[[Progress], None] | None,
+        reset_timeout_on_progress: bool,
+        max_timeout: float | None,
+        headers: Mapping[str, str] | None,
+    ) -> _Call:
+        """Register and send one request; its outcome goes to ``future`` or the call's slots."""
         if self._closed:
             raise self._closed_error()
         rid = next(self._ids)
-        future = _RequestFuture()
         call = _Call(rid, method, future)
-        future._mcpsync_call = call
-        future._connection = self
         if self.meta_provider is not None or on_progress is not None:
             params = dict(params) if params else {}
             meta = dict(params.get("_meta") or {})
@@ -208,7 +291,6 @@ class Connection:
                 call.on_progress = on_progress
                 call.reset = reset_timeout_on_progress
                 self._progress[rid] = call
-                future.add_done_callback(lambda _: self._progress.pop(rid, None))
             params["_meta"] = meta
         message: Message = {"jsonrpc": "2.0", "id": rid, "method": method}
         if params is not None:
@@ -222,30 +304,35 @@ class Connection:
             call.deadline = now + timeout
             call.hard_deadline = now + (max_timeout if max_timeout is not None else 10 * timeout)
             self._schedule(call.deadline)
-        if headers:
-            self._send_request(message, call, timeout, headers=headers)
-        else:
-            self._send_request(message, call, timeout)
-        return future
-
-    def _send_request(self, message: Message, call: _Call, timeout: float | None, **extra: Any) -> None:
         try:
-            self.transport.send(message, timeout=timeout, **extra)
-        except SessionExpired as expired:
+            if headers:  # Mcp-Param-* for this request (transports that take headers)
+                self.transport.send(message, timeout=timeout, **{"headers": headers})
+            else:
+                self.transport.send(message, timeout=timeout)
+        except BaseException as exc:
+            self._send_failed(exc, message, call, timeout, headers)
+        return call
+
+    def _send_failed(
+        self, exc: BaseException, message: Message, call: _Call, timeout: float | None, headers: Mapping[str, str] | None
+    ) -> None:
+        """The first send of a request raised: re-initialize and re-send once, or fail the call."""
+        extra: dict[str, Any] = {"headers": headers} if headers else {}
+        if isinstance(exc, SessionExpired):
             if self.reinitialize is None or call.method == "initialize":
-                self._retire(call, expired)
+                self._retire(call, exc)
                 return
             try:
                 self._reinitialize_once()
                 self.transport.send(message, timeout=timeout, **extra)
-            except BaseException as exc:  # noqa: BLE001 - handed to the caller via the future
-                self._retire(call, exc)
-        except MCPSyncError as exc:
+            except BaseException as again:  # noqa: BLE001 - handed to the caller via the call
+                self._retire(call, again)
+        elif isinstance(exc, MCPSyncError):
             self._retire(call, exc)
-        except BaseException as exc:
+        else:
             self._retire(call, TransportError(f"sending {call.method} failed: {exc!r}"))
             if not isinstance(exc, Exception):
-                raise
+                raise exc
 
     def _reinitialize_once(self) -> None:
         assert self.reinitialize is not None
@@ -273,7 +360,7 @@ class Connection:
         """
         if future.done():  # HTTP JSON replies resolve inside send()
             return future.result(timeout=0)
-        pump = getattr(self.transport, "wait_for", None)
+        pump = self._pump
         started = time.monotonic()
         try:
             while not future.done():
@@ -282,15 +369,16 @@ class Connection:
                 if call is not None:
                     remaining = call.deadline - now
                     if remaining <= 0:  # the timer thread did not get to it yet
-                        self._expire(call)
-                        continue
+                        if self._expire(call):
+                            continue
+                        remaining = 0.01  # its reply waits behind progress reports: close
                 else:  # a future we did not create: bound it by the default timeout
                     remaining = (self.default_timeout or 60.0) - (now - started)
                     if remaining <= 0:
                         raise RequestTimeout(f"no result from {self.name!r} within {self.default_timeout} s")
                 step = min(remaining, 1.0)  # wake up at least once a second to re-check
                 if pump is not None and not self._closed:
-                    pump(future, step)
+                    pump(future, now + step)
                 else:
                     try:
                         return future.result(timeout=step)
@@ -300,6 +388,35 @@ class Connection:
         except KeyboardInterrupt:
             future.cancel()
             raise
+
+    def _wait_call(self, call: _Call) -> Any:
+        """``wait`` for a blocking ``call()``: the outcome is in the call's own slots."""
+        pump = self._pump
+        try:
+            if pump is None and not call.finished:
+                call.event = threading.Event()  # then look at `finished` again (see _Call.settle)
+            while not call.finished:
+                now = time.monotonic()
+                remaining = call.deadline - now
+                if remaining <= 0 and self._expire(call):
+                    break
+                # Wake up at least once a second to re-check the deadline; a call that has
+                # left the pending table (its reply waits behind progress reports) is close.
+                step = min(remaining, 1.0) if remaining > 0 else 0.01
+                if pump is not None and not self._closed:
+                    pump(call, now + step)
+                elif call.event is not None:
+                    call.event.wait(step)
+                else:  # closed while we pumped: _fail_all settles us; look once more
+                    call.event = threading.Event()
+        except KeyboardInterrupt:
+            if self._pending.pop(call.id, None) is not None:
+                call.settle(None, RequestCancelled(f"{call.method} was cancelled by the client (Ctrl-C)"))
+                self._send_cancelled(call, "cancelled by the client")
+            raise
+        if call.error is not None:
+            raise call.error
+        return call.value
 
     def _call_of(self, future: Future[Any]) -> _Call | None:
         return getattr(future, "_mcpsync_call", None)
@@ -323,24 +440,22 @@ class Connection:
             if call.on_progress is not None:
                 # Resolve behind the progress reports already queued: none arrives late.
                 self._notifications.put((call, message))
-                return
-            self._resolve(call, message)
+            elif "result" in message and "error" not in message:
+                call.settle(message["result"])  # the hot path
+            else:
+                self._resolve(call, message)
         elif "id" in message:
             self._on_server_request(message)
         else:
             self._notifications.put(message)
 
     def _resolve(self, call: _Call, message: Message) -> None:
-        error = message.get("error")
-        try:
-            if error is not None:
-                call.future.set_exception(_server_error(error, call.method))
-            elif "result" in message:
-                call.future.set_result(message["result"])
-            else:
-                call.future.set_exception(ProtocolError(f"response to {call.method} has neither result nor error"))
-        except InvalidStateError:
-            pass  # cancelled concurrently
+        if "result" in message and message.get("error") is None:
+            call.settle(message["result"])
+        elif (error := message.get("error")) is not None:
+            call.settle(None, _server_error(error, call.method))
+        else:
+            call.settle(None, ProtocolError(f"response to {call.method} has neither result nor error"))
 
     def _on_wire_error(self, error: BaseException) -> None:
         if isinstance(error, ProtocolError):
@@ -373,10 +488,7 @@ class Connection:
                 _, call = self._pending.popitem()
             except KeyError:
                 break
-            try:
-                call.future.set_exception(error)
-            except InvalidStateError:
-                pass
+            call.settle(None, error)
 
     def _closed_error(self) -> BaseException:
         cause = self._close_error
@@ -506,23 +618,18 @@ class Connection:
             for call in expired:
                 self._expire(call)
 
-    def _expire(self, call: _Call) -> None:
+    def _expire(self, call: _Call) -> bool:
+        """Fail a call whose deadline passed (and tell the server); False if it left already."""
         if self._pending.pop(call.id, None) is None:
-            return
-        try:
-            call.future.set_exception(
-                RequestTimeout(f"{call.method} to {self.name!r}: no response within {call.timeout:g} s")
-            )
-        except InvalidStateError:
-            return
-        self._send_cancelled(call, "timed out")
+            return False
+        error = RequestTimeout(f"{call.method} to {self.name!r}: no response within {call.timeout:g} s")
+        if call.settle(None, error):
+            self._send_cancelled(call, "timed out")
+        return True
 
     def _retire(self, call: _Call, error: BaseException) -> None:
-        self._pending.pop(call.id, None)
-        try:
-            call.future.set_exception(error)
-        except InvalidStateError:
-            pass
+        if self._pending.pop(call.id, None) is not None:
+            call.settle(None, error)
 
     def _send_cancelled(self, call: _Call, reason: str) -> None:
         if call.method == "initialize":  # the spec forbids cancelling initialize

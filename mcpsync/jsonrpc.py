@@ -8,6 +8,8 @@ responses. Uses the stdlib ``json`` only: the hot path never touches pydantic.
 from __future__ import annotations
 
 import json
+import json.encoder
+import json.scanner
 from typing import Any
 
 from .errors import ProtocolError
@@ -39,8 +41,28 @@ _loads = json.JSONDecoder().decode
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 
 
+def _not_serializable(value: Any) -> Any:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+# The C encoder and scanner behind ``json``, called directly: the same output as _dumps and
+# _loads without their Python-level wrappers (about 2 us less per message). No circular
+# reference check: a circular structure ends in RecursionError instead.
+_c_make_encoder = getattr(json.encoder, "c_make_encoder", None)
+_c_encode_basestring = getattr(json.encoder, "c_encode_basestring", None)
+_c_make_scanner = getattr(json.scanner, "c_make_scanner", None)
+_c_encode = (
+    _c_make_encoder(None, _not_serializable, _c_encode_basestring, None, ":", ",", False, False, False)
+    if _c_make_encoder is not None and _c_encode_basestring is not None
+    else None
+)
+_c_scan = _c_make_scanner(json.JSONDecoder()) if _c_make_scanner is not None else None
+
+
 def encode(message: Any) -> bytes:
     """One message (or batch) as compact UTF-8 JSON, without a trailing newline."""
+    if _c_encode is not None:
+        return "".join(_c_encode(message, 0)).encode("utf-8")
     return _dumps(message).encode("utf-8")
 
 
@@ -54,11 +76,22 @@ def excerpt(data: bytes | str, limit: int = 200) -> str:
 
 def decode(data: bytes | str) -> Any:
     """Parse one JSON-RPC message or batch; raise ProtocolError on anything else."""
+    message: Any = None
     try:
-        message = _loads(data.decode("utf-8") if isinstance(data, bytes) else data)
+        text = data.decode("utf-8") if isinstance(data, bytes) else data
+        if _c_scan is not None:  # fast path: a value right at the start, only whitespace after it
+            try:
+                message, end = _c_scan(text, 0)
+            except (StopIteration, ValueError):
+                message = None
+            else:
+                if end != len(text) and not text[end:].isspace():
+                    message = None
+        if message is None:  # the full decoder: leading whitespace, and its error messages
+            message = _loads(text)
     except ValueError as exc:
         raise ProtocolError(f"not JSON: {excerpt(data)!r} ({exc})") from None
-    if isinstance(message, dict):
+    if type(message) is dict:
         return message
     if isinstance(message, list) and all(isinstance(m, dict) for m in message):
         return message

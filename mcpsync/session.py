@@ -103,11 +103,47 @@ def _validate(model_name: str, data: Any) -> Any:
     """``data`` as the ``mcp_types`` model ``model_name`` (ProtocolError if it does not fit)."""
     validate = _validators.get(model_name)
     if validate is None:
-        validate = _validators[model_name] = getattr(_types(), model_name).model_validate
+        model = getattr(_types(), model_name)
+        validate = _validators[model_name] = _tagged_content(model) or model.__pydantic_validator__.validate_python
     try:
         return validate(data)
     except ValueError as exc:  # pydantic's ValidationError is a ValueError
         raise ProtocolError(f"server sent an invalid {model_name}: {exc}") from None
+
+
+def _tagged_content(model: Any) -> Callable[[Any], Any] | None:
+    """A faster validator for a model with a ``content: list[<content block union>]`` field.
+
+    ``mcp_types`` declares the content-block union without a discriminator, so pydantic
+    tries every member for every block (measured: 4.6 us for a one-block CallToolResult,
+    20 us for five). Here the blocks are validated first through the same union tagged by
+    their ``type``; the model then receives ready instances, which it accepts as they are
+    (2.6 us and 4.5 us). The result is the same plain ``mcp_types`` model. None when the
+    model has no such field, or the union cannot be tagged.
+    """
+    import typing
+
+    from pydantic import Field, TypeAdapter
+
+    field = model.model_fields.get("content")
+    if field is None or typing.get_origin(field.annotation) is not list:
+        return None
+    (union,) = typing.get_args(field.annotation)
+    try:
+        blocks = TypeAdapter(list[typing.Annotated[union, Field(discriminator="type")]]).validate_python  # type: ignore[valid-type]
+    except Exception:  # noqa: BLE001 - a member without a literal "type": keep pydantic's way
+        return None
+    whole = model.__pydantic_validator__.validate_python
+
+    def validate(data: Any) -> Any:
+        if type(data) is dict and type(data.get("content")) is list:
+            try:
+                return whole({**data, "content": blocks(data["content"])})
+            except ValueError:
+                pass  # invalid: let the model itself say where (content.0.text, ...)
+        return whole(data)
+
+    return validate
 
 
 class _Derived(Future):  # type: ignore[type-arg]
@@ -151,7 +187,7 @@ class _Derived(Future):  # type: ignore[type-arg]
                 return conn.wait(self)
             pump = getattr(conn.transport, "wait_for", None)
             if pump is not None:
-                pump(self, timeout)
+                pump(self, time.monotonic() + timeout)
                 if self.done():
                     timeout = 0
         return super().result(timeout)
@@ -171,6 +207,7 @@ class Session:
         self._modern: ModernWire | None = None
         self.reinitializations = 0
         self._handshake: Handshake | None = None
+        self._allowed: set[str] = set()  # methods whose capability the handshake showed
         self._init_args: dict[str, Any] = {}
         #: the auth object given to connect(): held for the session's life; its
         #: ``flow_seconds`` tells bring-up how long an OAuth dance took
@@ -293,6 +330,7 @@ class Session:
         auth_obj = self._keep_alive
         auth_before = getattr(auth_obj, "flow_seconds", None)
         handshake = negotiate(self._conn, capabilities=self._client_capabilities, **args)
+        self._allowed = set()
         self._handshake = handshake
         self.era = handshake.era  # type: ignore[assignment]
         self.era_reason = handshake.era_reason
@@ -404,6 +442,8 @@ class Session:
     # -- raw requests ------------------------------------------------------------------
 
     def _require(self, method: str) -> None:
+        if method in self._allowed:  # checked already against this handshake
+            return
         path = _NEEDS.get(method)
         if path is None or not self.strict or self._handshake is None:
             return
@@ -415,6 +455,7 @@ class Session:
                     "nothing was sent (connect with strict=False for lax servers)"
                 )
             node = node[key]
+        self._allowed.add(method)
 
     def _submit(
         self,
@@ -446,7 +487,7 @@ class Session:
         self._require(method)
         if self._modern is not None:
             return self._modern.call(method, params, convert, **options)
-        return convert(self._conn.wait(self._conn.request(method, params, **options)))
+        return convert(self._conn.call(method, params, **options))
 
     def _paginate(self, method: str, key: str, model: str, params: dict[str, Any] | None = None) -> Future[Any]:
         """A future of every item over all pages of a paginated list."""

@@ -318,3 +318,42 @@ def test_a_transport_reported_lost_reply_fails_its_call_at_once(no_leaks):
             future.result(timeout=5)
         server.handlers["ping"] = lambda m: {}
         s.ping()
+
+
+def test_tool_results_are_plain_mcp_types_models_for_every_content_block(no_leaks):
+    import mcp_types
+
+    blocks = [
+        {"type": "text", "text": "hi", "annotations": {"audience": ["user"], "priority": 0.5}},
+        {"type": "image", "data": "aGk=", "mimeType": "image/png"},
+        {"type": "audio", "data": "aGk=", "mimeType": "audio/wav"},
+        {"type": "resource_link", "uri": "file:///a", "name": "a"},
+        {"type": "resource", "resource": {"uri": "file:///b", "text": "b"}},
+        {"type": "resource", "resource": {"uri": "file:///c", "blob": "aGk="}},
+    ]
+    raw = {"content": blocks, "structuredContent": {"n": 1}, "isError": False, "_meta": {"k": 1}}
+    server = FakeServer(handlers={"tools/call": lambda m: raw})
+    with connect(server) as s:
+        result = s.call_tool("t")
+    assert type(result) is mcp_types.CallToolResult
+    assert result == mcp_types.CallToolResult.model_validate(raw)
+    assert [type(b).__name__ for b in result.content] == [
+        "TextContent", "ImageContent", "AudioContent", "ResourceLink", "EmbeddedResource",
+        "EmbeddedResource",
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("content", "where"),
+    [
+        ([{"type": "text"}], "content.0"),
+        ([{"type": "text", "text": "ok"}, {"type": "video", "url": "x"}], "content.1"),
+        ("not a list", "content"),
+    ],
+)
+def test_an_invalid_tool_result_says_where(content, where, no_leaks):
+    server = FakeServer(handlers={"tools/call": lambda m: {"content": content}})
+    with connect(server) as s:
+        with pytest.raises(ProtocolError, match="invalid CallToolResult") as info:
+            s.call_tool("t")
+        assert where in str(info.value)

@@ -231,3 +231,25 @@ def test_a_closed_transport_cannot_be_started(no_leaks):
     with pytest.raises(mcpsync.TransportError):
         transport.start(lambda m: None, lambda e: None)
     assert transport.process is None
+
+
+def test_ctrl_c_while_reading_stdout_cancels_the_call(no_leaks):
+    # The blocking path: the caller holds the reader role (it polls stdout) when Ctrl-C lands.
+    import signal
+
+    with mcpsync.Session.connect(demo_argv()) as s:
+        sent = []
+        send = s.transport.send
+        s.transport.send = lambda message, **kw: (sent.append(message), send(message, **kw))[1]
+        timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+        timer.start()
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                s.call_tool("long_running", {"duration": 30, "steps": 30}, timeout=60)
+        finally:
+            timer.join()
+        call = next(m for m in sent if m.get("method") == "tools/call")
+        cancelled = [m for m in sent if m.get("method") == "notifications/cancelled"]
+        assert [m["params"]["requestId"] for m in cancelled] == [call["id"]]
+        assert not s.connection._pending  # nothing left waiting
+        assert s.call_tool("echo", {"message": "still here"}).content[0].text == "still here"

@@ -104,7 +104,7 @@ class StdioTransport(Transport):
         self._role = threading.Lock()
         self._role_cv = threading.Condition()
         self._parked: dict[int, tuple[Any, threading.Event]] = {}  # callers waiting for the role
-        self._waiting: list[object] = []  # one marker per caller inside wait_for
+        self._waiting: list[None] = []  # one entry per caller inside wait_for
         self._last_send = 0.0
         self._eof = False
         self._parts: list[bytes] = []
@@ -201,16 +201,15 @@ class StdioTransport(Transport):
 
     # -- reading: the reader role -------------------------------------------------------
 
-    def _wait_for(self, future: Any, timeout: float) -> None:
-        """Read stdout in the calling thread until ``future`` is done or ``timeout`` passes."""
-        deadline = time.monotonic() + timeout
-        marker = object()
-        self._waiting.append(marker)  # list.append/remove are atomic: no lock on the hot path
+    def _wait_for(self, future: Any, deadline: float) -> None:
+        """Read stdout in the calling thread until ``future`` is done or ``deadline`` passes.
+
+        ``future``: anything with ``done()``; ``deadline``: a ``time.monotonic()`` value.
+        """
+        waiting = self._waiting
+        waiting.append(None)  # list.append/pop are atomic: no lock on the hot path
         try:
             while not future.done() and not self._eof:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return
                 if self._role.acquire(blocking=False):
                     try:
                         self._read_until(future, deadline)
@@ -218,25 +217,49 @@ class StdioTransport(Transport):
                         self._role.release()
                         if self._parked:
                             self._wake_parked(hand_over=True)
-                else:  # another thread reads; it wakes us when our reply came or it is done
-                    self._park(future, min(remaining, 0.05))
+                    return
+                # Another thread reads; it wakes us when our reply came or it is done.
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return
+                self._park(future, min(remaining, 0.05))
         finally:
-            self._waiting.remove(marker)
+            waiting.pop()
 
     def _read_until(self, future: Any, deadline: float) -> None:
+        """The reader role's loop: poll, read, deliver (the hot path, kept flat)."""
         poll = self._caller_poll.poll
-        while not future.done() and not self._eof:
+        fd = self._fd
+        while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return
             events = poll(remaining * 1000)
             if not events:
                 return
-            for fd, _ in events:
-                if fd == self._fd:
-                    self._read_once()
-                else:
+            for ready, _ in events:
+                if ready != fd:
                     self._drain_wakeups()
+                    if self._parked:  # their replies may have been resolved elsewhere
+                        self._wake_parked()
+                    continue
+                try:
+                    # 64 KiB: under glibc's mmap threshold (a 256 KiB buffer costs an
+                    # mmap/munmap pair and page faults on every read, ~13 us a call).
+                    chunk = os.read(fd, 65536)
+                except OSError:
+                    chunk = b""
+                if not chunk:
+                    self._on_eof()
+                    return
+                if chunk[-1] == 10 and not self._parts and not self._discarding and chunk.find(b"\n") == len(chunk) - 1:
+                    self._deliver_line(chunk)  # exactly one whole line: the common case
+                else:
+                    self._feed(chunk)
+                if self._parked:
+                    self._wake_parked()
+            if future.done() or self._eof:
+                return
 
     def _park(self, future: Any, timeout: float) -> None:
         event = threading.Event()
@@ -301,8 +324,6 @@ class StdioTransport(Transport):
     def _read_once(self) -> None:
         """Read what stdout has (the caller holds the role) and deliver complete lines."""
         try:
-            # 64 KiB: under glibc's mmap threshold (a 256 KiB buffer costs an mmap/munmap
-            # pair and page faults on every read, ~13 us a call).
             chunk = os.read(self._fd, 65536)
         except OSError:
             chunk = b""
@@ -310,7 +331,10 @@ class StdioTransport(Transport):
             self._feed(chunk)
             if self._parked:
                 self._wake_parked()
-            return
+        else:
+            self._on_eof()
+
+    def _on_eof(self) -> None:
         self._eof = True
         self._wake_parked(everyone=True)
         with self._role_cv:
@@ -349,14 +373,21 @@ class StdioTransport(Transport):
             self._deliver_line(piece)
 
     def _deliver_line(self, line: bytes) -> None:
-        if not line or line.isspace():
+        if line.isspace() or not line:
             return
         try:
             message = decode(line)
         except ProtocolError as exc:
             self._report(ProtocolError(f"server {self.name!r} wrote to stdout: {exc}"))
             return
-        self._deliver(message)
+        on_message = self._on_message
+        if on_message is None or type(message) is not dict:
+            self._deliver(message)  # batches, and before start()
+            return
+        try:
+            on_message(message)
+        except Exception:  # a bug in a callback must not break the reader
+            log.exception("mcpsync: error while handling a message from %s", self.name)
 
     def _drain_stderr(self) -> None:
         proc = self.process
