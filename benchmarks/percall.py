@@ -76,7 +76,9 @@ def main() -> None:
     base_wall, base_cpu = best["bare"]
     print(f"{'client':<12}{'wall us/call':>14}{'cpu us/call':>13}{'rate/bare':>11}{'cpu/bare':>10}")
     for name, (wall, cpu) in best.items():
-        print(f"{name:<12}{wall:>14.1f}{cpu:>13.1f}{base_wall / wall:>10.2f}x{cpu / base_cpu:>9.2f}x")
+        print(
+            f"{name:<12}{wall:>14.1f}{cpu:>13.1f}{base_wall / wall:>10.2f}x{cpu / base_cpu:>9.2f}x"
+        )
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""The JSON-RPC connection: requests as futures, over any transport.
+"""The JSON-RPC connection: requests as futures or blocking calls, over any transport.
 
 Owns: request ids and the pending-call table, timeouts (one timer thread), progress,
 cancellation (``notifications/cancelled``), the ordered notification dispatch thread,
@@ -6,9 +6,15 @@ the threads that run server-to-client requests, and failing every pending call a
 when the transport ends. It knows nothing of MCP methods beyond progress, cancellation
 and ping: the handshake and the typed API sit above it.
 
+Two ways in: ``request()`` returns a ``concurrent.futures.Future``; ``call()`` blocks and
+returns the raw result. ``call()`` is what every blocking Session method uses: no Future is
+made, the outcome lands in the call's own slots, and on stdio the waiting caller reads its
+own reply from the pipe (see ``transports.stdio``), so a sequential call costs about what a
+bare write-line/read-line loop costs.
+
 Threads, for one connection to server ``name``:
-- the transport's reader(s) call ``_on_message``; a response resolves its future right
-  there (one thread hop on the hot path: reader -> waiting caller);
+- the transport's reader(s) call ``_on_message``; a response settles its call right
+  there (on stdio usually in the waiting caller's own thread: no thread hop);
 - ``mcpsync-dispatch[name]`` runs notification callbacks in wire order;
 - ``mcpsync-timer[name]`` fails calls whose deadline passed;
 - ``mcpsync-handler[name]`` threads run server requests (sampling, elicitation, roots),
@@ -50,7 +56,9 @@ RequestHandler = Callable[[dict[str, Any]], Any]
 NotificationHandler = Callable[[str, dict[str, Any]], None]
 
 _STOP = object()
-_DONE_STATES = frozenset({"CANCELLED", "CANCELLED_AND_NOTIFIED", "FINISHED"})  # concurrent.futures states
+_DONE_STATES = frozenset(
+    {"CANCELLED", "CANCELLED_AND_NOTIFIED", "FINISHED"}
+)  # concurrent.futures states
 _NEVER = float("inf")
 
 
@@ -166,11 +174,15 @@ class Connection:
         self._close_error: BaseException | None = None
         self._state_lock = threading.Lock()
         self._notifications: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._dispatcher = threading.Thread(target=self._dispatch_loop, name=f"mcpsync-dispatch[{name}]", daemon=True)
+        self._dispatcher = threading.Thread(
+            target=self._dispatch_loop, name=f"mcpsync-dispatch[{name}]", daemon=True
+        )
         self._timer_cond = threading.Condition()
         self._timer_next = _NEVER
         self._timer_stop = False
-        self._timer = threading.Thread(target=self._timer_loop, name=f"mcpsync-timer[{name}]", daemon=True)
+        self._timer = threading.Thread(
+            target=self._timer_loop, name=f"mcpsync-timer[{name}]", daemon=True
+        )
         self._handler_slots = threading.BoundedSemaphore(max_concurrent_handlers)
         self._handler_threads: set[threading.Thread] = set()
         self._incoming_cancelled: set[Any] = set()
@@ -233,7 +245,16 @@ class Connection:
         extra HTTP headers for this request (``Mcp-Param-*``), for transports that take them.
         """
         future = _RequestFuture()
-        call = self._start(method, params, future, timeout, on_progress, reset_timeout_on_progress, max_timeout, headers)
+        call = self._start(
+            method,
+            params,
+            future,
+            timeout,
+            on_progress,
+            reset_timeout_on_progress,
+            max_timeout,
+            headers,
+        )
         future._mcpsync_call = call
         future._connection = self
         if on_progress is not None:
@@ -258,7 +279,16 @@ class Connection:
         the call's own slots. Same options, errors, timeouts and Ctrl-C handling as
         ``wait(request(...))``.
         """
-        call = self._start(method, params, None, timeout, on_progress, reset_timeout_on_progress, max_timeout, headers)
+        call = self._start(
+            method,
+            params,
+            None,
+            timeout,
+            on_progress,
+            reset_timeout_on_progress,
+            max_timeout,
+            headers,
+        )
         try:
             return self._wait_call(call)
         finally:
@@ -314,7 +344,12 @@ class Connection:
         return call
 
     def _send_failed(
-        self, exc: BaseException, message: Message, call: _Call, timeout: float | None, headers: Mapping[str, str] | None
+        self,
+        exc: BaseException,
+        message: Message,
+        call: _Call,
+        timeout: float | None,
+        headers: Mapping[str, str] | None,
     ) -> None:
         """The first send of a request raised: re-initialize and re-send once, or fail the call."""
         extra: dict[str, Any] = {"headers": headers} if headers else {}
@@ -375,7 +410,9 @@ class Connection:
                 else:  # a future we did not create: bound it by the default timeout
                     remaining = (self.default_timeout or 60.0) - (now - started)
                     if remaining <= 0:
-                        raise RequestTimeout(f"no result from {self.name!r} within {self.default_timeout} s")
+                        raise RequestTimeout(
+                            f"no result from {self.name!r} within {self.default_timeout} s"
+                        )
                 step = min(remaining, 1.0)  # wake up at least once a second to re-check
                 if pump is not None and not self._closed:
                     pump(future, now + step)
@@ -411,7 +448,9 @@ class Connection:
                     call.event = threading.Event()
         except KeyboardInterrupt:
             if self._pending.pop(call.id, None) is not None:
-                call.settle(None, RequestCancelled(f"{call.method} was cancelled by the client (Ctrl-C)"))
+                call.settle(
+                    None, RequestCancelled(f"{call.method} was cancelled by the client (Ctrl-C)")
+                )
                 self._send_cancelled(call, "cancelled by the client")
             raise
         if call.error is not None:
@@ -433,9 +472,15 @@ class Connection:
             call = self._pending.pop(rid, None)
             if call is None:
                 if "result" in message or "error" in message:
-                    self._on_wire_error(ProtocolError(f"response for unknown request id {rid!r} from {self.name!r}"))
+                    self._on_wire_error(
+                        ProtocolError(f"response for unknown request id {rid!r} from {self.name!r}")
+                    )
                 else:
-                    self._on_wire_error(ProtocolError(f"invalid message from {self.name!r}: {jsonrpc.excerpt(str(message))}"))
+                    self._on_wire_error(
+                        ProtocolError(
+                            f"invalid message from {self.name!r}: {jsonrpc.excerpt(str(message))}"
+                        )
+                    )
                 return
             if call.on_progress is not None:
                 # Resolve behind the progress reports already queued: none arrives late.
@@ -455,7 +500,9 @@ class Connection:
         elif (error := message.get("error")) is not None:
             call.settle(None, _server_error(error, call.method))
         else:
-            call.settle(None, ProtocolError(f"response to {call.method} has neither result nor error"))
+            call.settle(
+                None, ProtocolError(f"response to {call.method} has neither result nor error")
+            )
 
     def _on_wire_error(self, error: BaseException) -> None:
         if isinstance(error, ProtocolError):
@@ -522,7 +569,9 @@ class Connection:
                 elif self.notification_handler is not None:
                     self.notification_handler(method, params)
             except Exception:
-                log.exception("mcpsync: notification handler failed for %s from %s", method, self.name)
+                log.exception(
+                    "mcpsync: notification handler failed for %s from %s", method, self.name
+                )
 
     def _on_progress(self, params: dict[str, Any]) -> None:
         call = self._progress.get(params.get("progressToken"))
@@ -530,7 +579,9 @@ class Connection:
             return
         if call.reset and call.timeout != _NEVER:
             call.deadline = min(time.monotonic() + call.timeout, call.hard_deadline)
-        call.on_progress(Progress(params.get("progress", 0), params.get("total"), params.get("message")))
+        call.on_progress(
+            Progress(params.get("progress", 0), params.get("total"), params.get("message"))
+        )
 
     # -- server-to-client requests -----------------------------------------------------
 
@@ -543,10 +594,15 @@ class Connection:
         elif handler is None:
             self._reply_error(rid, jsonrpc.METHOD_NOT_FOUND, f"client does not handle {method!r}")
         elif not self._handler_slots.acquire(blocking=False):
-            self._reply_error(rid, jsonrpc.INTERNAL_ERROR, "client is busy: too many server requests at once")
+            self._reply_error(
+                rid, jsonrpc.INTERNAL_ERROR, "client is busy: too many server requests at once"
+            )
         else:
             thread = threading.Thread(
-                target=self._run_handler, args=(handler, message), name=f"mcpsync-handler[{self.name}]", daemon=True
+                target=self._run_handler,
+                args=(handler, message),
+                name=f"mcpsync-handler[{self.name}]",
+                daemon=True,
             )
             self._handler_threads.add(thread)
             thread.start()
@@ -565,7 +621,9 @@ class Connection:
             self._reply_error(rid, exc.code, exc.message, exc.data)
         except Exception as exc:
             log.exception("mcpsync: handler for %s failed", message.get("method"))
-            self._reply_error(rid, jsonrpc.INTERNAL_ERROR, f"client handler failed: {type(exc).__name__}: {exc}")
+            self._reply_error(
+                rid, jsonrpc.INTERNAL_ERROR, f"client handler failed: {type(exc).__name__}: {exc}"
+            )
         finally:
             self._handler_slots.release()
             self._handler_threads.discard(threading.current_thread())
@@ -622,7 +680,9 @@ class Connection:
         """Fail a call whose deadline passed (and tell the server); False if it left already."""
         if self._pending.pop(call.id, None) is None:
             return False
-        error = RequestTimeout(f"{call.method} to {self.name!r}: no response within {call.timeout:g} s")
+        error = RequestTimeout(
+            f"{call.method} to {self.name!r}: no response within {call.timeout:g} s"
+        )
         if call.settle(None, error):
             self._send_cancelled(call, "timed out")
         return True
@@ -665,4 +725,9 @@ def _server_error(error: Any, method: str) -> BaseException:
     message = error.get("message", "")
     if code == -32800:  # the server cancelled the request (REQUEST_CANCELLED in some SDKs)
         return RequestCancelled(f"{method} was cancelled by the server: {message}")
-    return ServerError(code if isinstance(code, int) else jsonrpc.INTERNAL_ERROR, str(message), error.get("data"), method=method)
+    return ServerError(
+        code if isinstance(code, int) else jsonrpc.INTERNAL_ERROR,
+        str(message),
+        error.get("data"),
+        method=method,
+    )

@@ -639,7 +639,11 @@ class ProgressBar:
 
     def _render(self, progress: Any) -> Rendered:
         """HTML for notebooks, with a text form for text-only frontends and nbconvert."""
-        text = TextProgress(self.label).line(progress) if progress is not None else f"{self.label} waiting"
+        text = (
+            TextProgress(self.label).line(progress)
+            if progress is not None
+            else f"{self.label} waiting"
+        )
         return Rendered(self.html(progress), text.strip())
 
     def finish(self) -> None:

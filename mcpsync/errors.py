@@ -49,7 +49,9 @@ class TransportError(MCPSyncError, ConnectionError):
 class ServerExited(TransportError):
     """A stdio server process ended; carries its exit code and its last stderr lines."""
 
-    def __init__(self, message: str, *, exit_code: int | None = None, stderr_tail: str = "") -> None:
+    def __init__(
+        self, message: str, *, exit_code: int | None = None, stderr_tail: str = ""
+    ) -> None:
         self.exit_code = exit_code
         self.stderr_tail = stderr_tail
         full = message
@@ -124,7 +126,9 @@ class RequestCancelled(MCPSyncError):
 class ServerError(MCPSyncError):
     """The server answered with a JSON-RPC error; keeps code, message and data."""
 
-    def __init__(self, code: int, message: str, data: Any = None, *, method: str | None = None) -> None:
+    def __init__(
+        self, code: int, message: str, data: Any = None, *, method: str | None = None
+    ) -> None:
         self.code = code
         self.message = message
         self.data = data

@@ -52,7 +52,9 @@ _c_make_encoder = getattr(json.encoder, "c_make_encoder", None)
 _c_encode_basestring = getattr(json.encoder, "c_encode_basestring", None)
 _c_make_scanner = getattr(json.scanner, "c_make_scanner", None)
 _c_encode = (
-    _c_make_encoder(None, _not_serializable, _c_encode_basestring, None, ":", ",", False, False, False)
+    _c_make_encoder(
+        None, _not_serializable, _c_encode_basestring, None, ":", ",", False, False, False
+    )
     if _c_make_encoder is not None and _c_encode_basestring is not None
     else None
 )

@@ -104,7 +104,9 @@ def _validate(model_name: str, data: Any) -> Any:
     validate = _validators.get(model_name)
     if validate is None:
         model = getattr(_types(), model_name)
-        validate = _validators[model_name] = _tagged_content(model) or model.__pydantic_validator__.validate_python
+        validate = _validators[model_name] = (
+            _tagged_content(model) or model.__pydantic_validator__.validate_python
+        )
     try:
         return validate(data)
     except ValueError as exc:  # pydantic's ValidationError is a ValueError
@@ -130,7 +132,8 @@ def _tagged_content(model: Any) -> Callable[[Any], Any] | None:
         return None
     (union,) = typing.get_args(field.annotation)
     try:
-        blocks = TypeAdapter(list[typing.Annotated[union, Field(discriminator="type")]]).validate_python  # type: ignore[valid-type]
+        adapter = TypeAdapter(list[typing.Annotated[union, Field(discriminator="type")]])  # type: ignore[valid-type]
+        blocks = adapter.validator.validate_python  # the core validator: one Python frame less
     except Exception:  # noqa: BLE001 - a member without a literal "type": keep pydantic's way
         return None
     whole = model.__pydantic_validator__.validate_python
@@ -149,7 +152,9 @@ def _tagged_content(model: Any) -> Callable[[Any], Any] | None:
 class _Derived(Future):  # type: ignore[type-arg]
     """A future computed from another (a typed result from a raw one); cancel goes upstream."""
 
-    def __init__(self, source: Future[Any], convert: Callable[[Any], Any], conn: Connection | None = None) -> None:
+    def __init__(
+        self, source: Future[Any], convert: Callable[[Any], Any], conn: Connection | None = None
+    ) -> None:
         super().__init__()
         self._conn = conn
         self._source = source
@@ -220,7 +225,11 @@ class Session:
         self._tools: list[Tool] | None = None
         self._tools_by_name: dict[str, Tool] = {}
         self._list_cache: dict[str, list[Any]] = {}
-        self._list_changed: dict[str, list[Callable[[], None]]] = {"tools": [], "resources": [], "prompts": []}
+        self._list_changed: dict[str, list[Callable[[], None]]] = {
+            "tools": [],
+            "resources": [],
+            "prompts": [],
+        }
         self._subscriptions: dict[str, list[Callable[[str], None]]] = {}
         self._notification_callbacks: list[Callable[[str, dict[str, Any]], None]] = []
 
@@ -276,13 +285,17 @@ class Session:
 
             argv = list(target)
             name = name or os.path.basename(str(argv[0]))
-            candidates = [lambda: StdioTransport(argv, env=env, cwd=cwd, inherit_env=inherit_env, name=name)]
+            candidates = [
+                lambda: StdioTransport(argv, env=env, cwd=cwd, inherit_env=inherit_env, name=name)
+            ]
         else:
             raise ConfigError(
                 f"cannot connect to {target!r}: give a URL, a command as a list of arguments, or a Transport"
             )
         resolve_era(era, protocol_version)  # ConfigError before anything starts
-        server_key, credential_key = server_identity(target, env=env, cwd=cwd, headers=headers, auth=auth)
+        server_key, credential_key = server_identity(
+            target, env=env, cwd=cwd, headers=headers, auth=auth
+        )
 
         info = dict(client_info or CLIENT_INFO)
         last_error: BaseException | None = None
@@ -303,7 +316,11 @@ class Session:
                 conn.close()
                 last_error = exc
                 if exc.status in (400, 404, 405) and len(candidates) > 1:
-                    log.info("mcpsync: %s answered %s to initialize; trying legacy HTTP+SSE", name, exc.status)
+                    log.info(
+                        "mcpsync: %s answered %s to initialize; trying legacy HTTP+SSE",
+                        name,
+                        exc.status,
+                    )
                     continue
                 raise
             except BaseException as exc:
@@ -311,7 +328,9 @@ class Session:
                 if getattr(exc, "restart_legacy", False) and candidates.count(make_transport) == 1:
                     # the server process died of the server/discover probe (old SDKs do):
                     # start it once more; it is now remembered as legacy and gets initialize
-                    log.warning("mcpsync: %s stopped after server/discover; starting it again", name)
+                    log.warning(
+                        "mcpsync: %s stopped after server/discover; starting it again", name
+                    )
                     candidates.insert(position + 1, make_transport)
                     last_error = exc
                     continue
@@ -374,10 +393,14 @@ class Session:
             handlers["roots/list"] = self._answer_roots
         if sampling_handler is not None:
             caps["sampling"] = {}
-            handlers["sampling/createMessage"] = _typed_handler(sampling_handler, "CreateMessageRequestParams")
+            handlers["sampling/createMessage"] = _typed_handler(
+                sampling_handler, "CreateMessageRequestParams"
+            )
         if elicitation_handler is not None:
             caps["elicitation"] = {"form": {}, "url": {}}
-            handlers["elicitation/create"] = _typed_handler(elicitation_handler, "ElicitRequestParams")
+            handlers["elicitation/create"] = _typed_handler(
+                elicitation_handler, "ElicitRequestParams"
+            )
         self._client_capabilities = caps
         self._on_log = on_log
         self._conn.notification_handler = self._on_notification
@@ -482,14 +505,22 @@ class Session:
         )
         return _Derived(raw, convert, self._conn)
 
-    def _call(self, method: str, params: dict[str, Any] | None, convert: Callable[[Any], Any], **options: Any) -> Any:
+    def _call(
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        convert: Callable[[Any], Any],
+        **options: Any,
+    ) -> Any:
         """The blocking twin of ``_submit``: wait on the raw future, convert in this thread."""
         self._require(method)
         if self._modern is not None:
             return self._modern.call(method, params, convert, **options)
         return convert(self._conn.call(method, params, **options))
 
-    def _paginate(self, method: str, key: str, model: str, params: dict[str, Any] | None = None) -> Future[Any]:
+    def _paginate(
+        self, method: str, key: str, model: str, params: dict[str, Any] | None = None
+    ) -> Future[Any]:
         """A future of every item over all pages of a paginated list."""
         self._require(method)
         items: list[Any] = []
@@ -643,11 +674,14 @@ class Session:
 
     def _tool_result(self, tool: Tool | None, raw: Any) -> CallToolResult:
         result = _validate("CallToolResult", raw)
-        schema = tool.output_schema if tool is not None else None
-        if schema and not result.is_error:
-            if result.structured_content is None:
-                raise ProtocolError(f"tool {tool.name!r} declares an outputSchema but returned no structuredContent")  # type: ignore[union-attr]
-            _check_schema(result.structured_content, schema, f"structured result of tool {tool.name!r}")  # type: ignore[union-attr]
+        if tool is None or not tool.output_schema or result.is_error:
+            return result
+        if result.structured_content is None:
+            raise ProtocolError(
+                f"tool {tool.name!r} declares an outputSchema but returned no structuredContent"
+            )
+        where = f"structured result of tool {tool.name!r}"
+        _check_schema(result.structured_content, tool.output_schema, where)
         return result
 
     # -- resources ---------------------------------------------------------------------
@@ -666,15 +700,23 @@ class Session:
         """Every resource template (all pages)."""
         return list(self._wait(self.submit_list_resource_templates()))
 
-    def submit_read_resource(self, uri: str, *, timeout: float | None = _UNSET) -> Future[ReadResourceResult]:
+    def submit_read_resource(
+        self, uri: str, *, timeout: float | None = _UNSET
+    ) -> Future[ReadResourceResult]:
         return self._submit(
-            "resources/read", {"uri": str(uri)}, lambda r: _validate("ReadResourceResult", r), timeout=timeout
+            "resources/read",
+            {"uri": str(uri)},
+            lambda r: _validate("ReadResourceResult", r),
+            timeout=timeout,
         )
 
     def read_resource(self, uri: str, *, timeout: float | None = _UNSET) -> ReadResourceResult:
         """Read one resource; ``.contents`` holds text or blob parts."""
         return self._call(
-            "resources/read", {"uri": str(uri)}, lambda r: _validate("ReadResourceResult", r), timeout=timeout
+            "resources/read",
+            {"uri": str(uri)},
+            lambda r: _validate("ReadResourceResult", r),
+            timeout=timeout,
         )
 
     def subscribe_resource(self, uri: str, callback: Callable[[str], None]) -> None:
@@ -688,7 +730,9 @@ class Session:
                     self._require("resources/subscribe")
                     honored = self._modern.listener.update(timeout=self._conn.default_timeout) or {}
                     if uri not in (honored.get("resourceSubscriptions") or ()):
-                        raise CapabilityError(f"server {self.name!r} did not agree to send updates for {uri!r}")
+                        raise CapabilityError(
+                            f"server {self.name!r} did not agree to send updates for {uri!r}"
+                        )
                 else:
                     self._wait(self._submit("resources/subscribe", {"uri": uri}, lambda _: None))
             except BaseException:
@@ -714,14 +758,26 @@ class Session:
         return list(self._wait(self.submit_list_prompts()))
 
     def submit_get_prompt(
-        self, name: str, arguments: Mapping[str, str] | None = None, *, timeout: float | None = _UNSET
+        self,
+        name: str,
+        arguments: Mapping[str, str] | None = None,
+        *,
+        timeout: float | None = _UNSET,
     ) -> Future[GetPromptResult]:
         params: dict[str, Any] = {"name": name}
         if arguments:
             params["arguments"] = {k: str(v) for k, v in arguments.items()}
-        return self._submit("prompts/get", params, lambda r: _validate("GetPromptResult", r), timeout=timeout)
+        return self._submit(
+            "prompts/get", params, lambda r: _validate("GetPromptResult", r), timeout=timeout
+        )
 
-    def get_prompt(self, name: str, arguments: Mapping[str, str] | None = None, *, timeout: float | None = _UNSET) -> GetPromptResult:
+    def get_prompt(
+        self,
+        name: str,
+        arguments: Mapping[str, str] | None = None,
+        *,
+        timeout: float | None = _UNSET,
+    ) -> GetPromptResult:
         """Render a prompt with its arguments."""
         return self._wait(self.submit_get_prompt(name, arguments, timeout=timeout))
 
@@ -734,7 +790,10 @@ class Session:
         value: str,
         context_arguments: Mapping[str, str] | None = None,
     ) -> Future[CompleteResult]:
-        params: dict[str, Any] = {"ref": dict(ref), "argument": {"name": argument_name, "value": value}}
+        params: dict[str, Any] = {
+            "ref": dict(ref),
+            "argument": {"name": argument_name, "value": value},
+        }
         if context_arguments:
             params["context"] = {"arguments": dict(context_arguments)}
         return self._submit("completion/complete", params, lambda r: _validate("CompleteResult", r))
@@ -756,7 +815,9 @@ class Session:
     def set_logging_level(self, level: str) -> None:
         """Ask the server to send log messages at ``level`` and above."""
         if level not in _LOG_LEVELS:
-            raise ConfigError(f"unknown log level {level!r}; expected one of {', '.join(_LOG_LEVELS)}")
+            raise ConfigError(
+                f"unknown log level {level!r}; expected one of {', '.join(_LOG_LEVELS)}"
+            )
         if self._modern is not None:  # 2026-07-28: a _meta field of every request; nothing to send
             self._modern.set_log_level(level)
             return
@@ -829,7 +890,11 @@ class Session:
             self._on_log(_validate("LoggingMessageNotificationParams", params))
             return
         level = _LOG_LEVELS.get(params.get("level", "info"), logging.INFO)
-        logger = self._server_log.getChild(params["logger"]) if params.get("logger") else self._server_log
+        logger = (
+            self._server_log.getChild(params["logger"])
+            if params.get("logger")
+            else self._server_log
+        )
         logger.log(level, "%s", params.get("data"))
 
 
@@ -867,12 +932,12 @@ def _check_schema(instance: Any, schema: dict[str, Any], what: str) -> None:
     except jsonschema.ValidationError as exc:
         raise ProtocolError(f"{what} does not match its outputSchema: {exc.message}") from None
     except jsonschema.SchemaError as exc:
-        raise ProtocolError(f"{what}: the tool's outputSchema is not a valid JSON Schema: {exc.message}") from None
+        raise ProtocolError(
+            f"{what}: the tool's outputSchema is not a valid JSON Schema: {exc.message}"
+        ) from None
 
 
-def _http_candidates(
-    url: str, transport: str, **options: Any
-) -> list[Callable[[], Transport]]:
+def _http_candidates(url: str, transport: str, **options: Any) -> list[Callable[[], Transport]]:
     """Transports to try for a URL, in order (Streamable HTTP, then legacy SSE)."""
 
     def streamable() -> Transport:
@@ -890,5 +955,7 @@ def _http_candidates(
     if transport == "sse":
         return [legacy]
     if transport != "auto":
-        raise ConfigError(f"transport {transport!r} does not fit a URL; use 'streamable-http' or 'sse'")
+        raise ConfigError(
+            f"transport {transport!r} does not fit a URL; use 'streamable-http' or 'sse'"
+        )
     return [streamable, legacy]

@@ -45,7 +45,9 @@ class Transport(ABC):
     kind: str = "abstract"
 
     @abstractmethod
-    def start(self, on_message: OnMessage, on_close: OnClose, on_error: OnError | None = None) -> None:
+    def start(
+        self, on_message: OnMessage, on_close: OnClose, on_error: OnError | None = None
+    ) -> None:
         """Open the connection and start reading."""
 
     @abstractmethod

@@ -270,4 +270,3 @@ class LegacySSETransport(Transport):
         if not closing.is_set():
             self._ended = ended
             self._report_close(ended)
-

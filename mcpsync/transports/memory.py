@@ -39,9 +39,14 @@ class MemoryTransport(Transport):
     def describe(self) -> str:
         return f"memory: {self.name}"
 
-    def start(self, on_message: OnMessage, on_close: OnClose, on_error: OnError | None = None) -> None:
+    def start(
+        self, on_message: OnMessage, on_close: OnClose, on_error: OnError | None = None
+    ) -> None:
         self._reader = threading.Thread(
-            target=self._pump, args=(on_message, on_close), name=f"mcpsync-memory-reader[{self.name}]", daemon=True
+            target=self._pump,
+            args=(on_message, on_close),
+            name=f"mcpsync-memory-reader[{self.name}]",
+            daemon=True,
         )
         self._reader.start()
 

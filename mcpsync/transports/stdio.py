@@ -47,7 +47,17 @@ if sys.platform == "win32":  # pragma: no cover - the reference SDKs' Windows li
         "SYSTEMDRIVE", "SYSTEMROOT", "TEMP", "USERNAME", "USERPROFILE",
     )  # fmt: skip
 else:
-    DEFAULT_INHERITED_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "TMPDIR")
+    DEFAULT_INHERITED_ENV = (
+        "HOME",
+        "LOGNAME",
+        "PATH",
+        "SHELL",
+        "TERM",
+        "USER",
+        "LANG",
+        "LC_ALL",
+        "TMPDIR",
+    )
 
 log = logging.getLogger("mcpsync.stdio")
 
@@ -84,7 +94,9 @@ class StdioTransport(Transport):
         shutdown_timeout: float = 2.0,
     ) -> None:
         if isinstance(argv, (str, bytes)) or not argv:
-            raise ConfigError("stdio server command must be a non-empty list of arguments, not a shell string")
+            raise ConfigError(
+                "stdio server command must be a non-empty list of arguments, not a shell string"
+            )
         self.argv = [os.fspath(a) for a in argv]
         self.name = name or os.path.basename(self.argv[0])
         self.cwd = os.fspath(cwd) if cwd is not None else None
@@ -120,7 +132,9 @@ class StdioTransport(Transport):
     def describe(self) -> str:
         return f"stdio: {' '.join(self.argv)}"
 
-    def start(self, on_message: OnMessage, on_close: OnClose, on_error: OnError | None = None) -> None:
+    def start(
+        self, on_message: OnMessage, on_close: OnClose, on_error: OnError | None = None
+    ) -> None:
         if self._closing.is_set() or self.process is not None:
             raise TransportError(f"stdio transport to {self.name!r} was already started or closed")
         try:
@@ -131,7 +145,9 @@ class StdioTransport(Transport):
                 stderr=subprocess.PIPE,  # always a pipe: works where sys.stderr has no fileno
                 env=self.env,
                 cwd=self.cwd,
-                start_new_session=(os.name == "posix"),  # own process group, for the shutdown ladder
+                start_new_session=(
+                    os.name == "posix"
+                ),  # own process group, for the shutdown ladder
                 bufsize=0,
             )
         except (OSError, ValueError) as exc:
@@ -197,7 +213,9 @@ class StdioTransport(Transport):
                 code = None
         if self._stderr_reader is not None:
             self._stderr_reader.join(timeout=0.5)
-        return ServerExited(f"server {self.name!r}: {what}", exit_code=code, stderr_tail=self.stderr_tail())
+        return ServerExited(
+            f"server {self.name!r}: {what}", exit_code=code, stderr_tail=self.stderr_tail()
+        )
 
     # -- reading: the reader role -------------------------------------------------------
 
@@ -252,7 +270,12 @@ class StdioTransport(Transport):
                 if not chunk:
                     self._on_eof()
                     return
-                if chunk[-1] == 10 and not self._parts and not self._discarding and chunk.find(b"\n") == len(chunk) - 1:
+                if (
+                    chunk[-1] == 10
+                    and not self._parts
+                    and not self._discarding
+                    and chunk.find(b"\n") == len(chunk) - 1
+                ):
                     self._deliver_line(chunk)  # exactly one whole line: the common case
                 else:
                     self._feed(chunk)
@@ -435,7 +458,9 @@ class StdioTransport(Transport):
                 try:
                     proc.wait(timeout=timeout)
                 except subprocess.TimeoutExpired:
-                    log.warning("mcpsync: server %s (pid %s) did not die after SIGKILL", self.name, proc.pid)
+                    log.warning(
+                        "mcpsync: server %s (pid %s) did not die after SIGKILL", self.name, proc.pid
+                    )
         # The server is gone; its own children may not be. They share its process group:
         # the same ladder for them (SIGTERM, wait, SIGKILL).
         if os.name == "posix" and self._group_alive(proc.pid):
