@@ -30,7 +30,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, InvalidStateError
-from concurrent.futures import TimeoutError as FutureTimeout
+from concurrent.futures import wait as futures_wait
 from typing import Any, NamedTuple
 
 from . import jsonrpc
@@ -393,69 +393,63 @@ class Connection:
         own response: no thread hop. Ctrl-C (KeyboardInterrupt) while waiting cancels
         the request (the server is told) and re-raises.
         """
-        if future.done():  # HTTP JSON replies resolve inside send()
-            return future.result(timeout=0)
-        pump = self._pump
-        started = time.monotonic()
-        try:
-            while not future.done():
-                call = self._call_of(future)
-                now = time.monotonic()
-                if call is not None:
-                    remaining = call.deadline - now
-                    if remaining <= 0:  # the timer thread did not get to it yet
-                        if self._expire(call):
-                            continue
-                        remaining = 0.01  # its reply waits behind progress reports: close
-                else:  # a future we did not create: bound it by the default timeout
-                    remaining = (self.default_timeout or 60.0) - (now - started)
-                    if remaining <= 0:
-                        raise RequestTimeout(
-                            f"no result from {self.name!r} within {self.default_timeout} s"
-                        )
-                step = min(remaining, 1.0)  # wake up at least once a second to re-check
-                if pump is not None and not self._closed:
-                    pump(future, now + step)
-                else:
-                    try:
-                        return future.result(timeout=step)
-                    except FutureTimeout:
-                        continue
-            return future.result(timeout=0)
-        except KeyboardInterrupt:
-            future.cancel()
-            raise
+        if not future.done():  # HTTP JSON replies resolve inside send()
+            try:
+                self._block(future)
+            except KeyboardInterrupt:
+                future.cancel()
+                raise
+        return future.result(timeout=0)
 
     def _wait_call(self, call: _Call) -> Any:
         """``wait`` for a blocking ``call()``: the outcome is in the call's own slots."""
-        pump = self._pump
-        try:
-            if pump is None and not call.finished:
-                call.event = threading.Event()  # then look at `finished` again (see _Call.settle)
-            while not call.finished:
-                now = time.monotonic()
-                remaining = call.deadline - now
-                if remaining <= 0 and self._expire(call):
-                    break
-                # Wake up at least once a second to re-check the deadline; a call that has
-                # left the pending table (its reply waits behind progress reports) is close.
-                step = min(remaining, 1.0) if remaining > 0 else 0.01
-                if pump is not None and not self._closed:
-                    pump(call, now + step)
-                elif call.event is not None:
-                    call.event.wait(step)
-                else:  # closed while we pumped: _fail_all settles us; look once more
-                    call.event = threading.Event()
-        except KeyboardInterrupt:
-            if self._pending.pop(call.id, None) is not None:
-                call.settle(
-                    None, RequestCancelled(f"{call.method} was cancelled by the client (Ctrl-C)")
-                )
-                self._send_cancelled(call, "cancelled by the client")
-            raise
+        if not call.finished:
+            try:
+                self._block(call)
+            except KeyboardInterrupt:
+                if self._pending.pop(call.id, None) is not None:
+                    error = RequestCancelled(f"{call.method} was cancelled by the client (Ctrl-C)")
+                    call.settle(None, error)
+                    self._send_cancelled(call, "cancelled by the client")
+                raise
         if call.error is not None:
             raise call.error
         return call.value
+
+    def _block(self, target: Any) -> None:
+        """Wait until ``target`` (a Future, or a blocking call's ``_Call``) is done.
+
+        Bounded by its call's deadline (a future we did not create: by the default
+        timeout); wakes at least once a second to look at that deadline again.
+        """
+        pump = self._pump
+        started = time.monotonic()
+        while not target.done():
+            # A modern future moves on to a new request each round: look its call up anew.
+            call = target if type(target) is _Call else self._call_of(target)
+            now = time.monotonic()
+            if call is not None:
+                remaining = call.deadline - now
+                if remaining <= 0:  # the timer thread did not get to it yet
+                    if self._expire(call):
+                        continue
+                    remaining = 0.01  # its reply waits behind progress reports: close
+            else:
+                remaining = (self.default_timeout or 60.0) - (now - started)
+                if remaining <= 0:
+                    raise RequestTimeout(
+                        f"no result from {self.name!r} within {self.default_timeout} s"
+                    )
+            step = min(remaining, 1.0)
+            if pump is not None and not self._closed:
+                pump(target, now + step)  # read the transport in this thread
+            elif call is target:
+                if call.event is None:
+                    call.event = threading.Event()  # then look at done() again: _Call.settle
+                    continue
+                call.event.wait(step)
+            else:
+                futures_wait((target,), timeout=step)
 
     def _call_of(self, future: Future[Any]) -> _Call | None:
         return getattr(future, "_mcpsync_call", None)
@@ -683,8 +677,11 @@ class Connection:
         error = RequestTimeout(
             f"{call.method} to {self.name!r}: no response within {call.timeout:g} s"
         )
-        if call.settle(None, error):
-            self._send_cancelled(call, "timed out")
+        # Whoever takes a call out of the table tells the server: here the timeout, or a
+        # future.cancel() that came in between (its own _on_cancelled finds the table empty).
+        self._send_cancelled(
+            call, "timed out" if call.settle(None, error) else "cancelled by the client"
+        )
         return True
 
     def _retire(self, call: _Call, error: BaseException) -> None:
