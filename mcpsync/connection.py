@@ -56,9 +56,8 @@ RequestHandler = Callable[[dict[str, Any]], Any]
 NotificationHandler = Callable[[str, dict[str, Any]], None]
 
 _STOP = object()
-_DONE_STATES = frozenset(
-    {"CANCELLED", "CANCELLED_AND_NOTIFIED", "FINISHED"}
-)  # concurrent.futures states
+# concurrent.futures' states of a done future
+_DONE_STATES = frozenset({"CANCELLED", "CANCELLED_AND_NOTIFIED", "FINISHED"})
 _NEVER = float("inf")
 
 

@@ -145,9 +145,8 @@ class StdioTransport(Transport):
                 stderr=subprocess.PIPE,  # always a pipe: works where sys.stderr has no fileno
                 env=self.env,
                 cwd=self.cwd,
-                start_new_session=(
-                    os.name == "posix"
-                ),  # own process group, for the shutdown ladder
+                # its own process group, for the shutdown ladder
+                start_new_session=(os.name == "posix"),
                 bufsize=0,
             )
         except (OSError, ValueError) as exc:
@@ -245,7 +244,7 @@ class StdioTransport(Transport):
             waiting.pop()
 
     def _read_until(self, future: Any, deadline: float) -> None:
-        """The reader role's loop: poll, read, deliver (the hot path, kept flat)."""
+        """The reader role's loop in a waiting caller: poll, read, deliver."""
         poll = self._caller_poll.poll
         fd = self._fd
         while True:
@@ -261,26 +260,7 @@ class StdioTransport(Transport):
                     if self._parked:  # their replies may have been resolved elsewhere
                         self._wake_parked()
                     continue
-                try:
-                    # 64 KiB: under glibc's mmap threshold (a 256 KiB buffer costs an
-                    # mmap/munmap pair and page faults on every read, ~13 us a call).
-                    chunk = os.read(fd, 65536)
-                except OSError:
-                    chunk = b""
-                if not chunk:
-                    self._on_eof()
-                    return
-                if (
-                    chunk[-1] == 10
-                    and not self._parts
-                    and not self._discarding
-                    and chunk.find(b"\n") == len(chunk) - 1
-                ):
-                    self._deliver_line(chunk)  # exactly one whole line: the common case
-                else:
-                    self._feed(chunk)
-                if self._parked:
-                    self._wake_parked()
+                self._read_once()
             if future.done() or self._eof:
                 return
 
@@ -347,15 +327,25 @@ class StdioTransport(Transport):
     def _read_once(self) -> None:
         """Read what stdout has (the caller holds the role) and deliver complete lines."""
         try:
+            # 64 KiB: under glibc's mmap threshold (a 256 KiB buffer costs an mmap/munmap
+            # pair and page faults on every read, ~13 us a call).
             chunk = os.read(self._fd, 65536)
         except OSError:
             chunk = b""
-        if chunk:
-            self._feed(chunk)
-            if self._parked:
-                self._wake_parked()
-        else:
+        if not chunk:
             self._on_eof()
+            return
+        if (
+            chunk[-1] == 10
+            and not self._parts
+            and not self._discarding
+            and chunk.find(b"\n") == len(chunk) - 1
+        ):
+            self._deliver_line(chunk)  # exactly one whole line: the common case
+        else:
+            self._feed(chunk)
+        if self._parked:
+            self._wake_parked()
 
     def _on_eof(self) -> None:
         self._eof = True
