@@ -18,6 +18,7 @@ Example (runs against the bundled demo server)::
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import threading
@@ -510,13 +511,26 @@ class Session:
         method: str,
         params: dict[str, Any] | None,
         convert: Callable[[Any], Any],
-        **options: Any,
+        *,
+        timeout: float | None = _UNSET,
+        on_progress: Callable[[Progress], None] | None = None,
+        reset_timeout_on_progress: bool = False,
+        max_timeout: float | None = None,
     ) -> Any:
-        """The blocking twin of ``_submit``: wait on the raw future, convert in this thread."""
+        """The blocking twin of ``_submit``: the raw result, converted in this thread."""
         self._require(method)
         if self._modern is not None:
-            return self._modern.call(method, params, convert, **options)
-        return convert(self._conn.call(method, params, **options))
+            return self._modern.call(method, params, convert, timeout=timeout, on_progress=on_progress,
+                                     reset_timeout_on_progress=reset_timeout_on_progress, max_timeout=max_timeout)  # fmt: skip
+        raw = self._conn.call(
+            method,
+            params,
+            timeout=timeout,
+            on_progress=on_progress,
+            reset_timeout_on_progress=reset_timeout_on_progress,
+            max_timeout=max_timeout,
+        )
+        return convert(raw)
 
     def _paginate(
         self, method: str, key: str, model: str, params: dict[str, Any] | None = None
@@ -618,8 +632,7 @@ class Session:
             params["arguments"] = dict(arguments)
         if meta:
             params["_meta"] = dict(meta)
-        tool = self._tools_by_name.get(name)
-        return params, lambda raw: self._tool_result(tool, raw)
+        return params, functools.partial(self._tool_result, self._tools_by_name.get(name))
 
     def submit_call_tool(
         self,
