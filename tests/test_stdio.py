@@ -82,6 +82,47 @@ def test_threads_share_one_session(no_leaks):
         assert not errors
 
 
+def test_threads_mixing_every_kind_of_call_all_finish(no_leaks):
+    # Blocking calls, futures, cancellations, timeouts and progress calls from 8 threads on one
+    # session: the reader role changes hands constantly; every call must end, none twice.
+    with mcpsync.Session.connect(demo_argv()) as s:
+        errors, done = [], []
+
+        def work(k):
+            try:
+                for i in range(40):
+                    kind = (k + i) % 4
+                    if kind == 0:
+                        text = s.call_tool("echo", {"message": f"{k}-{i}"}).content[0].text
+                        assert text == f"{k}-{i}"
+                    elif kind == 1:
+                        future = s.submit_call_tool("long_running", {"duration": 5, "steps": 5})
+                        future.cancel()
+                        assert future.cancelled()
+                    elif kind == 2:
+                        with pytest.raises(mcpsync.RequestTimeout):
+                            s.call_tool("long_running", {"duration": 5, "steps": 5}, timeout=0.05)
+                    else:
+                        seen = []
+                        result = s.call_tool(
+                            "long_running", {"duration": 0.02, "steps": 2}, on_progress=seen.append
+                        )
+                        assert "2 steps" in result.content[0].text and len(seen) == 2
+                    done.append(1)
+            except Exception as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert not errors and len(done) == 8 * 40
+        assert not any(t.is_alive() for t in threads)
+        assert not s.connection._pending
+        assert s.call_tool("echo", {"message": "after"}).content[0].text == "after"
+
+
 def test_subscription_and_list_changed_callbacks(no_leaks):
     with mcpsync.Session.connect(demo_argv()) as s:
         updated, changed = threading.Event(), threading.Event()
