@@ -1061,13 +1061,25 @@ class ModernWire:
     # -- sending ------------------------------------------------------------------------
 
     def _send(self, method: str, params: dict[str, Any] | None, opts: _Options) -> Future[Any]:
+        """Send one request; its raw result as a future."""
+        method, params, kwargs = self._prepare(method, params, opts)
+        return self._conn.request(method, params, **kwargs)
+
+    def _send_and_wait(self, method: str, params: dict[str, Any] | None, opts: _Options) -> Any:
+        """Send one request and block for its raw result (no Future: ``Connection.call``)."""
+        method, params, kwargs = self._prepare(method, params, opts)
+        return self._conn.call(method, params, **kwargs)
+
+    def _prepare(
+        self, method: str, params: dict[str, Any] | None, opts: _Options
+    ) -> tuple[str, dict[str, Any] | None, dict[str, Any]]:
         if method == "ping":  # no ping in 2026-07-28: discover is the always-implemented method
             method, params = "server/discover", None
         headers = self._extra_headers(method, params)
         kwargs = opts.request_kwargs()
         if headers and self._request_takes_headers:  # only HTTP has a header layer
             kwargs["headers"] = headers
-        return self._conn.request(method, params, **kwargs)
+        return method, params, kwargs
 
     def _extra_headers(self, method: str, params: dict[str, Any] | None) -> dict[str, str]:
         """Per-request HTTP headers the transport cannot know: ``Mcp-Param-*`` of the tool's
@@ -1184,12 +1196,18 @@ class ModernWire:
         while True:
             if handle is not None and handle._cancel_requested.is_set():
                 raise RequestCancelled(f"{method} was cancelled")
-            future = first if first is not None else self._send(method, attempt, opts)
+            blocking = handle is None and first is None  # a blocking call: no Future at all
+            future = None
+            if not blocking:
+                future = first if first is not None else self._send(method, attempt, opts)
             first = None
             if handle is not None:
                 handle._current = future
             try:
-                result = self._conn.wait(future)
+                if future is None:
+                    result = self._send_and_wait(method, attempt, opts)
+                else:
+                    result = self._conn.wait(future)
             except ServerError as exc:
                 if exc.code == jsonrpc.UNSUPPORTED_PROTOCOL_VERSION and not version_retried:
                     version_retried = True
