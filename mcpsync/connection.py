@@ -59,6 +59,7 @@ _STOP = object()
 # concurrent.futures' states of a done future
 _DONE_STATES = frozenset({"CANCELLED", "CANCELLED_AND_NOTIFIED", "FINISHED"})
 _NEVER = float("inf")
+_NO_EXTRA: Mapping[str, Any] = {}  # no extra send() arguments (never mutated)
 
 
 class Progress(NamedTuple):
@@ -333,13 +334,12 @@ class Connection:
             call.deadline = now + timeout
             call.hard_deadline = now + (max_timeout if max_timeout is not None else 10 * timeout)
             self._schedule(call.deadline)
+        # Mcp-Param-* headers for this request, for transports that take them (HTTP)
+        extra = {"headers": headers} if headers else _NO_EXTRA
         try:
-            if headers:  # Mcp-Param-* for this request (transports that take headers)
-                self.transport.send(message, timeout=timeout, **{"headers": headers})
-            else:
-                self.transport.send(message, timeout=timeout)
+            self.transport.send(message, timeout=timeout, **extra)
         except BaseException as exc:
-            self._send_failed(exc, message, call, timeout, headers)
+            self._send_failed(exc, message, call, timeout, extra)
         return call
 
     def _send_failed(
@@ -348,10 +348,9 @@ class Connection:
         message: Message,
         call: _Call,
         timeout: float | None,
-        headers: Mapping[str, str] | None,
+        extra: Mapping[str, Any],
     ) -> None:
         """The first send of a request raised: re-initialize and re-send once, or fail the call."""
-        extra: dict[str, Any] = {"headers": headers} if headers else {}
         if isinstance(exc, SessionExpired):
             if self.reinitialize is None or call.method == "initialize":
                 self._retire(call, exc)

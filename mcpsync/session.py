@@ -191,7 +191,7 @@ class _Derived(Future):  # type: ignore[type-arg]
         if conn is not None and not self.done():
             if timeout is None:
                 return conn.wait(self)
-            pump = getattr(conn.transport, "wait_for", None)
+            pump = conn._pump  # the transport's read-in-this-thread hook (stdio), if any
             if pump is not None:
                 pump(self, time.monotonic() + timeout)
                 if self.done():

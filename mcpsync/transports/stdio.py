@@ -393,14 +393,7 @@ class StdioTransport(Transport):
         except ProtocolError as exc:
             self._report(ProtocolError(f"server {self.name!r} wrote to stdout: {exc}"))
             return
-        on_message = self._on_message
-        if on_message is None or type(message) is not dict:
-            self._deliver(message)  # batches, and before start()
-            return
-        try:
-            on_message(message)
-        except Exception:  # a bug in a callback must not break the reader
-            log.exception("mcpsync: error while handling a message from %s", self.name)
+        self._deliver(message)
 
     def _drain_stderr(self) -> None:
         proc = self.process
