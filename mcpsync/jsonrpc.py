@@ -24,6 +24,7 @@ __all__ = [
     "UNSUPPORTED_PROTOCOL_VERSION",
     "encode",
     "decode",
+    "parse_json",
     "kind_of",
     "error_response",
     "excerpt",
@@ -76,8 +77,14 @@ def excerpt(data: bytes | str, limit: int = 200) -> str:
     return data if len(data) <= limit else data[:limit] + f"... ({len(data)} chars)"
 
 
-def decode(data: bytes | str) -> Any:
-    """Parse one JSON-RPC message or batch; raise ProtocolError on anything else."""
+def parse_json(data: bytes | str, what: str = "not JSON") -> Any:
+    """Parse one JSON value from a peer; every way it can fail is a ``ProtocolError``.
+
+    The one safe decode for bytes from the wire (stdio lines, HTTP bodies, SSE ``data:``):
+    invalid UTF-8, invalid JSON, an integer too long to convert and nesting too deep for the
+    parser (``RecursionError``, e.g. a 100,000-deep ``[[[``) all become a ``ProtocolError``
+    whose message starts with ``what``, so a hostile peer never raises anything else.
+    """
     message: Any = None
     try:
         text = data.decode("utf-8") if isinstance(data, bytes) else data
@@ -91,8 +98,16 @@ def decode(data: bytes | str) -> Any:
                     message = None
         if message is None:  # the full decoder: leading whitespace, and its error messages
             message = _loads(text)
-    except ValueError as exc:
-        raise ProtocolError(f"not JSON: {excerpt(data)!r} ({exc})") from None
+    except ValueError as exc:  # includes UnicodeDecodeError and JSONDecodeError
+        raise ProtocolError(f"{what}: {excerpt(data)!r} ({exc})") from None
+    except RecursionError:
+        raise ProtocolError(f"{what}: nested too deeply to parse: {excerpt(data, 40)!r}") from None
+    return message
+
+
+def decode(data: bytes | str) -> Any:
+    """Parse one JSON-RPC message or batch; raise ProtocolError on anything else."""
+    message = parse_json(data)
     if type(message) is dict:
         return message
     if isinstance(message, list) and all(isinstance(m, dict) for m in message):

@@ -55,3 +55,29 @@ def test_encode_is_compact_utf8_and_refuses_what_json_cannot_carry():
         jsonrpc.encode({"x": float("nan")})
     with pytest.raises(TypeError, match="not JSON serializable"):
         jsonrpc.encode({"x": object()})
+
+
+@pytest.mark.parametrize(
+    ("wire", "says"),
+    [
+        (b"[" * 100_000, "nested too deeply"),
+        (b'{"id":1,"result":' + b"[" * 100_000 + b"]" * 100_000 + b"}", "nested too deeply"),
+        (b'{"a":' * 100_000, "nested too deeply"),
+        (b'{"id":1,"result":' + b"9" * 10_000 + b"}", "not JSON"),  # over int's digit limit
+        (b'{"id":1,"result":"\xc3\x28"}', "not JSON"),  # invalid UTF-8 inside a string
+        (b"\xed\xa0\x80", "not JSON"),  # a UTF-8-encoded surrogate
+    ],
+)
+def test_hostile_input_is_always_a_protocol_error(wire, says):
+    # parse_json is the one safe decode every transport uses (stdio lines, HTTP bodies, SSE).
+    with pytest.raises(ProtocolError, match=says):
+        jsonrpc.parse_json(wire)
+    with pytest.raises(ProtocolError, match=says):
+        jsonrpc.decode(wire)
+
+
+def test_parse_json_returns_any_value_and_names_what_failed():
+    assert jsonrpc.parse_json(b' {"a": [1, 2]} ') == {"a": [1, 2]}
+    assert jsonrpc.parse_json("[1, 2]") == [1, 2]
+    with pytest.raises(ProtocolError, match="^SSE event data is not JSON"):
+        jsonrpc.parse_json(b"{", what="SSE event data is not JSON")
