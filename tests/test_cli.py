@@ -104,16 +104,138 @@ def test_tools_text_table():
 # ----------------------------------------------------------------- call / read / prompt
 
 
-def test_call_kv_values_parsed_as_json_when_they_parse():
+TYPED_SERVER = """
+import json, sys
+from mcpsync.demo_server import DemoServer
+
+SCHEMA = {
+    "type": "object",
+    "$defs": {"point": {"type": "object", "properties": {"x": {"type": "integer"}}}},
+    "properties": {
+        "s": {"type": "string"},
+        "i": {"type": "integer"},
+        "n": {"type": "number"},
+        "b": {"type": "boolean"},
+        "z": {"type": "null"},
+        "arr": {"type": "array", "items": {"type": "integer"}},
+        "obj": {"type": "object"},
+        "opt": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+        "num_or_text": {"oneOf": [{"type": "integer"}, {"type": "string"}]},
+        "flag_list": {"type": ["boolean", "null"]},
+        "ref": {"$ref": "#/$defs/point"},
+        "color": {"enum": ["red", "green"]},
+        "anything": {},
+    },
+}
+
+class Typed(DemoServer):
+    def __init__(self):
+        super().__init__()
+        self.register_tool("typed", "Echo the arguments as JSON.", SCHEMA, self._typed)
+        self.register_tool(
+            "open", "Any arguments.", {"type": "object", "additionalProperties": True}, self._typed
+        )
+
+    def _typed(self, call, args):
+        return {"content": [{"type": "text", "text": json.dumps(args)}]}
+
+sys.exit(Typed().serve())
+"""
+
+
+@pytest.fixture(scope="module")
+def typed_server(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    path = tmp_path_factory.mktemp("typed") / "typed_server.py"
+    path.write_text(TYPED_SERVER)
+    return [sys.executable, str(path)]
+
+
+def _typed_call(server: list[str], *pairs: str, tool: str = "typed") -> dict:
+    p = run("call", tool, *pairs, "--", *server)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+def _typed(args: dict) -> dict:
+    """Each value with its JSON type, so that 1 and 1.0 and True differ."""
+    return {k: (type(v).__name__, v) for k, v in args.items()}
+
+
+def test_call_kv_values_typed_by_the_input_schema(typed_server: list[str]):
+    got = _typed_call(
+        typed_server,
+        "s=123", "i=7", "n=2.5", "b=true", "z=null", "arr=[1, 2]", 'obj={"a": {"b": [1]}}',
+        "opt=null", "num_or_text=12", "flag_list=false", 'ref={"x": 3}', "color=red",
+        "anything=[1]",
+    )  # fmt: skip
+    assert _typed(got) == {
+        "s": ("str", "123"),  # a string property keeps the text, digits or not
+        "i": ("int", 7),
+        "n": ("float", 2.5),
+        "b": ("bool", True),
+        "z": ("NoneType", None),
+        "arr": ("list", [1, 2]),
+        "obj": ("dict", {"a": {"b": [1]}}),
+        "opt": ("NoneType", None),
+        "num_or_text": ("int", 12),
+        "flag_list": ("bool", False),
+        "ref": ("dict", {"x": 3}),
+        "color": ("str", "red"),
+        "anything": ("list", [1]),  # no type said: JSON when it parses
+    }
+    got = _typed_call(
+        typed_server, "s=true", "n=3", "i=4.0", "opt=hello", "num_or_text=twelve", "s=[1]"
+    )
+    assert _typed(got) == {
+        "s": ("str", "[1]"),
+        "n": ("int", 3),
+        "i": ("int", 4),
+        "opt": ("str", "hello"),
+        "num_or_text": ("str", "twelve"),
+    }
+    got = _typed_call(typed_server, "free=1", "text=a b", tool="open")
+    assert _typed(got) == {"free": ("int", 1), "text": ("str", "a b")}
+
+
+def test_call_kv_wrong_values_are_usage_errors(typed_server: list[str]):
+    for pair, needle in [
+        ("i=seven", "i='seven': the tool wants integer here"),
+        ("i=2.5", "i='2.5': the tool wants integer here"),
+        ("n=NaN", "n='NaN': the tool wants number here"),
+        ("b=yes", "b='yes': the tool wants boolean here"),
+        ("arr=1,2", "give JSON"),
+        ("obj=[1]", "the tool wants object here"),
+        ("color=gren", "is not one of red, green; did you mean 'green'?"),
+    ]:
+        p = run("call", "typed", pair, "--", *typed_server)
+        assert p.returncode == 2, (pair, p.stdout, p.stderr)
+        assert needle in p.stderr, (pair, p.stderr)
+
+
+def test_call_kv_on_the_demo_server():
     p = run_demo("call", "add", "a=1", "b=2.5", "-o", "json")
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)["structuredContent"] == {"sum": 3.5}
-    # "hi there" is not JSON: it stays a string; {"x":1} is JSON but echo wants a string
     p = run_demo("call", "echo", "message=hi there")
     assert p.returncode == 0 and p.stdout == "hi there\n"
-    p = run_demo("call", "echo", "message=[1]")
-    assert p.returncode == 1  # the list reached the tool as a list
-    assert "must be a string" in p.stdout
+    p = run_demo("call", "echo", "message=123")  # was sent as the number 123 before
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert p.stdout == "123\n"
+    p = run_demo("call", "echo", 'message={"x": 1}')
+    assert p.returncode == 0 and p.stdout == '{"x": 1}\n'
+
+
+def test_call_unknown_tool_or_argument_did_you_mean_exit_2():
+    p = run_demo("call", "ech", "message=hi")
+    assert p.returncode == 2, p.stderr
+    assert "the server has no tool 'ech'; did you mean 'echo'?" in p.stderr
+    p = run_demo("call", "nosuch")
+    assert p.returncode == 2 and "no tool 'nosuch'" in p.stderr and "did you mean" not in p.stderr
+    p = run_demo("call", "echo", "mesage=hi")
+    assert p.returncode == 2
+    assert "tool 'echo' has no argument 'mesage'; did you mean 'message'?" in p.stderr
+    p = run_demo("call", "fail", "x=1")
+    assert p.returncode == 2 and "takes no arguments" in p.stderr
 
 
 def test_call_json_arguments_merged_with_pairs():
@@ -122,12 +244,10 @@ def test_call_json_arguments_merged_with_pairs():
     assert p.stdout.strip() == "15"
 
 
-def test_call_tool_error_and_unknown_tool_exit_1():
+def test_call_tool_error_exit_1():
     p = run_demo("call", "fail")
     assert p.returncode == 1
     assert "this tool always fails" in p.stdout and "reported an error" in p.stderr
-    p = run_demo("call", "nosuch")
-    assert p.returncode == 1 and "Unknown tool: nosuch" in p.stderr
 
 
 def test_call_timeout_exit_1():
