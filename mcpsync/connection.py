@@ -19,6 +19,11 @@ Threads, for one connection to server ``name``:
 - ``mcpsync-timer[name]`` fails calls whose deadline passed;
 - ``mcpsync-handler[name]`` threads run server requests (sampling, elicitation, roots),
   never on the reader, so a slow handler never stops reading.
+
+Response ids match by JSON type and value, as JSON-RPC means them: our request ids are
+integers, so a reply whose id is ``true``, ``"7"`` or ``7.0`` is not the reply to request 7
+(``True == 1`` and ``7.0 == 7`` in Python): it is reported as a ``ProtocolError`` ("response
+for unknown request id") and the call goes on waiting for its real reply.
 """
 
 from __future__ import annotations
@@ -461,7 +466,8 @@ class Connection:
     def _on_message(self, message: Message) -> None:
         if "method" not in message:
             rid = message.get("id")
-            call = self._pending.pop(rid, None)
+            # Ids match by type and value: ours are ints, and `True == 1`, `1.0 == 1` as keys.
+            call = self._pending.pop(rid, None) if type(rid) is int else None
             if call is None:
                 if "result" in message or "error" in message:
                     self._on_wire_error(

@@ -1,0 +1,65 @@
+"""The stdio session against a hostile server (tests/servers/hostile_server.py), public API only.
+
+Deep nesting, wrong-typed ids, non-JSON stdout, server-chosen logger names, oversize replies,
+a server that stops reading, a grandchild that keeps stderr open: each ends in a typed error
+or is reported, and the session stays usable (or notices the end).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+
+from servers.launch import SERVERS_DIR
+
+import mcpsync
+from mcpsync.errors import ProtocolError
+
+HOSTILE = [sys.executable, str(SERVERS_DIR / "hostile_server.py")]
+
+
+def connect(*modes: str, **kwargs):
+    kwargs.setdefault("timeout", 20)
+    kwargs.setdefault("connect_timeout", 20)
+    return mcpsync.Session.connect([*HOSTILE, *modes], era="legacy", **kwargs)
+
+
+def text(result) -> str:
+    return result.content[0].text
+
+
+def test_deep_nesting_is_a_protocol_error_and_the_reply_behind_it_arrives(no_leaks):
+    with connect() as s:
+        assert text(s.call_tool("deep", {"depth": 100_000})) == "after deep"
+        errors = [e for e in s.connection.protocol_errors if "nested too deeply" in str(e)]
+        assert len(errors) == 1 and isinstance(errors[0], ProtocolError)
+        assert text(s.call_tool("echo", {"message": "still"})) == "still"
+
+
+def test_deep_nesting_while_idle_keeps_the_reader_alive(no_leaks):
+    with connect() as s:
+        tick = threading.Event()  # never set: a bounded wait between looks
+        assert text(s.call_tool("deep_idle", {"depth": 100_000})) == "ok"
+        deadline = time.monotonic() + 15
+        while not s.connection.closed and time.monotonic() < deadline:
+            tick.wait(0.02)
+        assert s.connection.closed, "the session did not notice the server exit"
+        assert getattr(s.connection.close_error, "exit_code", None) == 5
+        assert any("nested too deeply" in str(e) for e in s.connection.protocol_errors)
+
+
+def test_ids_match_by_type_and_value(no_leaks):
+    with connect() as s:
+        # Replies with id 7.0, true and "7" for request 7 come first: none of them is its reply.
+        assert text(s.call_tool("wrong_ids", {})) == "right"
+        unknown = [str(e) for e in s.connection.protocol_errors if "unknown request id" in str(e)]
+        assert len(unknown) == 3
+        assert any("True" in e for e in unknown) and any("'" in e for e in unknown)
+
+
+def test_a_true_id_is_not_the_reply_to_request_1(no_leaks):
+    # initialize is request 1; a reply with "id": true and a bogus version comes first.
+    with connect("true_id_init") as s:
+        assert s.protocol_version == "2025-11-25"
+        assert any("unknown request id True" in str(e) for e in s.connection.protocol_errors)
