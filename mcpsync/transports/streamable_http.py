@@ -32,7 +32,6 @@ import base64
 import collections
 import http.client
 import io
-import json
 import logging
 import os
 import re
@@ -64,7 +63,7 @@ from ..errors import (
     TLSError,
     TransportError,
 )
-from ..jsonrpc import decode, encode, excerpt
+from ..jsonrpc import decode, encode, excerpt, parse_json
 from ._sse import EventTooLarge, SSEParser
 from .base import Message, OnClose, OnError, OnMessage, Transport
 
@@ -240,10 +239,11 @@ def translate_error(exc: BaseException, what: str) -> MCPSyncError:
 def status_error(status: int, method: str, url: str, body: bytes) -> HTTPStatusError:
     """An ``HTTPStatusError`` with a short, printable body excerpt; ``.payload`` = parsed JSON or None."""
     payload = None
-    try:
-        payload = json.loads(body) if body[:1] in (b"{", b"[") else None
-    except ValueError:
-        pass
+    if body[:1] in (b"{", b"["):
+        try:
+            payload = parse_json(body)
+        except ProtocolError:  # garbage, invalid UTF-8, nesting too deep: the status says enough
+            pass
     shown = safe_url(url)
     error = HTTPStatusError(
         status,

@@ -1,0 +1,106 @@
+"""Hostile HTTP servers through the public API (issue 11, items 5 and the size-limit point).
+
+Each test runs ``mcpsync.Session.connect`` against a small scripted server on 127.0.0.1 that
+misbehaves in one way: a 100,000-deep ``[[[`` SSE event in front of the real reply, a deep
+JSON body, a reply over a lowered size limit. What must hold: the garbage is a
+``ProtocolError`` (reported, or raised by the call it belongs to), the stream goes on, the
+next reply arrives, and a reply that cannot be accepted fails its call at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import pytest
+from test_http_transport import Req, ScriptedServer, sse_server
+from test_legacy_sse_transport import LegacyServer
+
+import mcpsync
+from mcpsync.errors import HTTPStatusError, ProtocolError
+
+DEEP = b"[" * 100_000
+TOOLS = {"tools": [{"name": "t", "inputSchema": {"type": "object"}}]}
+
+
+def text_result(rid: Any, text: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": text}]}}
+
+
+def tools_list(req: Req, message: dict[str, Any]) -> bool:
+    if message["method"] == "tools/list":
+        req.send_json({"jsonrpc": "2.0", "id": message["id"], "result": TOOLS})
+        return True
+    return False
+
+
+def protocol_warnings(caplog: pytest.LogCaptureFixture, needle: str) -> list[str]:
+    return [r.getMessage() for r in caplog.records if needle in r.getMessage()]
+
+
+# -- deep nesting ---------------------------------------------------------------------------
+
+
+def test_deep_sse_event_is_a_protocol_error_and_the_reply_behind_it_arrives(no_leaks, caplog):
+    caplog.set_level(logging.WARNING, logger="mcpsync")
+
+    def on_call(req: Req, message: dict[str, Any]) -> None:
+        if tools_list(req, message):
+            return
+        req.start_sse()
+        req.write(b"event: message\ndata: " + DEEP + b"\n\n")  # garbage first, same stream
+        req.event(text_result(message["id"], "after the garbage"))
+
+    with ScriptedServer(sse_server(on_call)) as server:
+        with mcpsync.Session.connect(server.url, timeout=10, era="legacy") as s:
+            started = time.monotonic()
+            result = s.call_tool("t", {})
+            assert result.content[0].text == "after the garbage"
+            assert time.monotonic() - started < 5  # delivered, not waited out
+            # the session is still good for more calls on new streams
+            assert s.call_tool("t", {}).content[0].text == "after the garbage"
+    warnings = protocol_warnings(caplog, "nested too deeply")
+    assert warnings, [r.getMessage() for r in caplog.records]
+    assert not protocol_warnings(caplog, "can no longer arrive")  # no ResponseLost
+
+
+def test_deep_json_reply_is_a_protocol_error_naming_the_problem(no_leaks):
+    def on_call(req: Req, message: dict[str, Any]) -> None:
+        if tools_list(req, message):
+            return
+        if message["params"]["arguments"].get("status") == 500:
+            req.send(500, DEEP, {"Content-Type": "application/json"})
+        else:
+            req.send(200, DEEP, {"Content-Type": "application/json"})
+
+    with ScriptedServer(sse_server(on_call)) as server:
+        with mcpsync.Session.connect(server.url, timeout=10, era="legacy") as s:
+            with pytest.raises(ProtocolError, match="nested too deeply"):
+                s.call_tool("t", {})
+            # an error status with a deep body: the status error, its body excerpt intact
+            with pytest.raises(HTTPStatusError) as info:
+                s.call_tool("t", {"status": 500})
+            assert info.value.status == 500
+            assert "RecursionError" not in str(info.value)
+            assert info.value.payload is None  # type: ignore[attr-defined]
+            # and the session still works
+            assert s.list_tools()[0].name == "t"
+
+
+class _DeepLegacy(LegacyServer):
+    """A 2024-11-05 server that puts a deep event on the stream before each tools/call reply."""
+
+    def answer(self, message: dict[str, Any]) -> dict[str, Any] | None:
+        if message.get("method") == "tools/call":
+            self.outbox.put(b"event: message\ndata: " + DEEP + b"\n\n")
+        return super().answer(message)
+
+
+def test_legacy_sse_deep_event_is_a_protocol_error_and_the_stream_goes_on(no_leaks, caplog):
+    caplog.set_level(logging.WARNING, logger="mcpsync")
+    with _DeepLegacy() as server:
+        with mcpsync.Session.connect(server.url, timeout=10, transport="sse") as s:
+            for text in ("one", "two"):
+                assert s.call_tool("echo", {"message": text}).content[0].text == text
+    assert protocol_warnings(caplog, "nested too deeply")
