@@ -9,6 +9,7 @@ next reply arrives, and a reply that cannot be accepted fails its call at once.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from typing import Any
@@ -19,6 +20,7 @@ from test_legacy_sse_transport import LegacyServer
 
 import mcpsync
 from mcpsync.errors import HTTPStatusError, ProtocolError
+from mcpsync.transports.streamable_http import StreamableHTTPTransport
 
 DEEP = b"[" * 100_000
 TOOLS = {"tools": [{"name": "t", "inputSchema": {"type": "object"}}]}
@@ -104,3 +106,42 @@ def test_legacy_sse_deep_event_is_a_protocol_error_and_the_stream_goes_on(no_lea
             for text in ("one", "two"):
                 assert s.call_tool("echo", {"message": text}).content[0].text == text
     assert protocol_warnings(caplog, "nested too deeply")
+
+
+# -- lowered size limit ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape", ["sse", "json", "json-unsized"])
+def test_reply_over_a_lowered_size_limit_fails_its_call_at_once(no_leaks, shape):
+    big = "x" * 200_000
+
+    def on_call(req: Req, message: dict[str, Any]) -> None:
+        if tools_list(req, message):
+            return
+        reply = text_result(message["id"], big if message["params"]["arguments"] else "small")
+        if shape == "sse":
+            req.start_sse()
+            req.event(reply, id="e1")  # resumable: a lost reply must not wait on a resumption
+            server.stop.wait(20)  # keep the stream open: only the size error may end the call
+            return
+        body = json.dumps(reply).encode()
+        if shape == "json":
+            req.send(200, body, {"Content-Type": "application/json"})
+            return
+        h = req.handler  # no Content-Length: the size is only found by reading
+        h.send_response(200)
+        h.send_header("Content-Type", "application/json")
+        h.send_header("Connection", "close")
+        h.end_headers()
+        h.wfile.write(body)
+        h.close_connection = True
+
+    with ScriptedServer(sse_server(on_call)) as server:
+        transport = StreamableHTTPTransport(server.url, max_event_bytes=100_000, name="small")
+        with mcpsync.Session.connect(transport, timeout=15, era="legacy") as s:
+            assert s.call_tool("t", {}).content[0].text == "small"
+            started = time.monotonic()
+            with pytest.raises(ProtocolError, match="100000"):
+                s.call_tool("t", {"big": True})
+            assert time.monotonic() - started < 5, "the call waited for its timeout"
+            assert s.call_tool("t", {}).content[0].text == "small"

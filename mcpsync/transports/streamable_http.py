@@ -70,6 +70,7 @@ from .base import Message, OnClose, OnError, OnMessage, Transport
 __all__ = [
     "StreamableHTTPTransport",
     "ResponseLost",
+    "ReplyTooLarge",
     "HTTPClient",
     "Target",
     "translate_error",
@@ -91,6 +92,18 @@ _READ_CHUNK = 256 * 1024
 _ERROR_BODY_LIMIT = 64 * 1024
 _SESSION_ID = re.compile(r"[\x21-\x7e]{1,1024}")
 _PLAIN_HEADER = re.compile(r"[\x21-\x7e]([\x20-\x7e\t]*[\x21-\x7e])?")
+
+
+class ReplyTooLarge(ProtocolError):
+    """An SSE event on the stream of request ``request_id`` was over ``max_event_bytes``.
+
+    Reported through ``on_error`` (not raised); the connection fails that request with it
+    at once. A JSON reply over the limit raises the plain ``ProtocolError`` from ``send()``.
+    """
+
+    def __init__(self, message: str, *, request_id: Any) -> None:
+        self.request_id = request_id
+        super().__init__(message)
 
 
 class ResponseLost(TransportError):
@@ -1055,6 +1068,18 @@ class StreamableHTTPTransport(Transport):
                     return None
                 for event in parser.feed(chunk):
                     if isinstance(event, EventTooLarge):
+                        if rid is not None and not stream.answered:
+                            # On a request's own stream an event we cannot accept is its reply,
+                            # or part of its exchange: fail that request now (not at its
+                            # timeout) and stop reading a stream nobody waits for.
+                            stream.answered = True
+                            self._report(
+                                ReplyTooLarge(
+                                    f"{self.describe()}: reply to request {rid!r}: {event}",
+                                    request_id=rid,
+                                )
+                            )
+                            return None
                         self._report(ProtocolError(f"{self.describe()}: {event}"))
                         continue
                     if event.event != "message" or not event.data.strip():
