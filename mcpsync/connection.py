@@ -20,6 +20,15 @@ Threads, for one connection to server ``name``:
 - ``mcpsync-handler[name]`` threads run server requests (sampling, elicitation, roots),
   never on the reader, so a slow handler never stops reading.
 
+Order: notifications that arrive before a response (progress, log messages, list_changed,
+resource updates, any other) have been through their callbacks before the call or future that
+the response completes returns. The dispatch queue counts what was put on it and what it has
+finished; a response that finds the two equal (the common case) settles at once, otherwise it
+is queued behind those notifications and the dispatch thread settles it. Two exceptions keep
+every wait bounded: a call made from inside a notification callback settles at once (waiting
+would deadlock the dispatch thread), and a reply still queued at its call's deadline (a
+callback slower than the timeout) settles then.
+
 Response ids match by JSON type and value, as JSON-RPC means them: our request ids are
 integers, so a reply whose id is ``true``, ``"7"`` or ``7.0`` is not the reply to request 7
 (``True == 1`` and ``7.0 == 7`` in Python): it is reported as a ``ProtocolError`` ("response
@@ -33,6 +42,7 @@ import logging
 import queue
 import threading
 import time
+from _thread import get_ident
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, InvalidStateError
 from concurrent.futures import wait as futures_wait
@@ -85,7 +95,7 @@ class _Call:
     """
 
     __slots__ = ("id", "method", "future", "on_progress", "timeout", "deadline", "hard_deadline", "reset",
-                 "finished", "value", "error", "event")  # fmt: skip
+                 "finished", "value", "error", "event", "ordered", "parked")  # fmt: skip
 
     def __init__(self, rid: int, method: str, future: Future[Any] | None) -> None:
         self.id = rid
@@ -100,6 +110,10 @@ class _Call:
         self.value: Any = None
         self.error: BaseException | None = None
         self.event: threading.Event | None = None  # set by a waiter that cannot read itself
+        #: settle behind the notifications queued before the reply (False: made on the dispatcher)
+        self.ordered = True
+        #: the reply, while it waits in the dispatch queue behind earlier notifications
+        self.parked: Message | None = None
 
     def done(self) -> bool:
         """Duck-typed like ``Future.done()`` for the transport's read loop."""
@@ -179,6 +193,11 @@ class Connection:
         self._close_error: BaseException | None = None
         self._state_lock = threading.Lock()
         self._notifications: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        # Items put on / finished by the dispatch queue: equal when nothing waits or runs there.
+        self._queued = 0
+        self._dispatched = 0
+        self._queue_lock = threading.Lock()  # the count and the put, together
+        self._dispatch_ident: int | None = None
         self._dispatcher = threading.Thread(
             target=self._dispatch_loop, name=f"mcpsync-dispatch[{name}]", daemon=True
         )
@@ -316,6 +335,8 @@ class Connection:
             raise self._closed_error()
         rid = next(self._ids)
         call = _Call(rid, method, future)
+        if get_ident() == self._dispatch_ident:
+            call.ordered = False  # a callback calls: its reply cannot wait for the dispatcher
         if self.meta_provider is not None or on_progress is not None:
             params = dict(params) if params else {}
             meta = dict(params.get("_meta") or {})
@@ -436,7 +457,11 @@ class Connection:
                 if remaining <= 0:  # the timer thread did not get to it yet
                     if self._expire(call):
                         continue
-                    remaining = 0.01  # its reply waits behind progress reports: close
+                    parked = call.parked
+                    if parked is not None:  # its reply waits behind a slow callback: bounded
+                        self._resolve(call, parked)
+                        continue
+                    remaining = 0.01
             else:
                 remaining = (self.default_timeout or 60.0) - (now - started)
                 if remaining <= 0:
@@ -480,9 +505,11 @@ class Connection:
                         )
                     )
                 return
-            if call.on_progress is not None:
-                # Resolve behind the progress reports already queued: none arrives late.
-                self._notifications.put((call, message))
+            if call.ordered and (call.on_progress is not None or self._queued != self._dispatched):
+                # Notifications before this reply are still queued or running: settle behind
+                # them, so the caller returns after their callbacks (and progress reports).
+                call.parked = message
+                self._enqueue((call, message))
             elif "result" in message and "error" not in message:
                 call.settle(message["result"])  # the hot path
             else:
@@ -490,7 +517,12 @@ class Connection:
         elif "id" in message:
             self._on_server_request(message)
         else:
-            self._notifications.put(message)
+            self._enqueue(message)
+
+    def _enqueue(self, item: Any) -> None:
+        with self._queue_lock:
+            self._queued += 1
+            self._notifications.put(item)
 
     def _resolve(self, call: _Call, message: Message) -> None:
         if "result" in message and message.get("error") is None:
@@ -546,30 +578,35 @@ class Connection:
     # -- notifications (one ordered thread) ---------------------------------------------
 
     def _dispatch_loop(self) -> None:
+        self._dispatch_ident = get_ident()
         get = self._notifications.get
         while True:
             message = get()
             if message is _STOP:
                 return
-            if isinstance(message, tuple):  # a response that waited for its progress reports
-                self._resolve(*message)
-                wakeup = getattr(self.transport, "wakeup", None)
-                if wakeup is not None:  # the caller may be reading the transport itself
-                    wakeup()
-                continue
-            method = message.get("method")
-            params = message.get("params") or {}
             try:
-                if method == "notifications/progress":
-                    self._on_progress(params)
-                elif method == "notifications/cancelled":
-                    self._incoming_cancelled.add(params.get("requestId"))
-                elif self.notification_handler is not None:
-                    self.notification_handler(method, params)
-            except Exception:
-                log.exception(
-                    "mcpsync: notification handler failed for %s from %s", method, self.name
-                )
+                self._dispatch(message)
+            finally:
+                self._dispatched += 1  # only this thread writes it
+
+    def _dispatch(self, message: Any) -> None:
+        if isinstance(message, tuple):  # a response that waited for earlier notifications
+            self._resolve(*message)
+            wakeup = getattr(self.transport, "wakeup", None)
+            if wakeup is not None:  # the caller may be reading the transport itself
+                wakeup()
+            return
+        method = message.get("method")
+        params = message.get("params") or {}
+        try:
+            if method == "notifications/progress":
+                self._on_progress(params)
+            elif method == "notifications/cancelled":
+                self._incoming_cancelled.add(params.get("requestId"))
+            elif self.notification_handler is not None:
+                self.notification_handler(method, params)
+        except Exception:
+            log.exception("mcpsync: notification handler failed for %s from %s", method, self.name)
 
     def _on_progress(self, params: dict[str, Any]) -> None:
         call = self._progress.get(params.get("progressToken"))
