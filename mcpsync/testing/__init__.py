@@ -1,0 +1,24 @@
+"""Testing MCP servers with mcpsync: in-process servers and drift checks.
+
+Owns nothing itself: re-exports :func:`serve` (``mcpsync.testing.serve``: run an ``mcp`` SDK
+or ``fastmcp`` server object on a private event-loop thread and get a connected
+:class:`~mcpsync.Session` over the in-memory transport) and the snapshot helpers
+(:func:`snapshot`, :func:`assert_matches_snapshot`, :func:`snapshot_data`,
+:func:`diff_snapshots`). The pytest fixtures live in :mod:`mcpsync.pytest_plugin`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .snapshot import assert_matches_snapshot, diff_snapshots, snapshot, snapshot_data
+
+__all__ = ["serve", "snapshot", "snapshot_data", "assert_matches_snapshot", "diff_snapshots"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "serve":  # late: serving needs anyio and the SDK, the snapshots do not
+        from .serve import serve
+
+        return serve
+    raise AttributeError(f"module 'mcpsync.testing' has no attribute {name!r}")
