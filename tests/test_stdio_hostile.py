@@ -15,6 +15,7 @@ from servers.launch import SERVERS_DIR
 
 import mcpsync
 from mcpsync.errors import ProtocolError
+from mcpsync.transports.stdio import StdioTransport
 
 HOSTILE = [sys.executable, str(SERVERS_DIR / "hostile_server.py")]
 
@@ -63,3 +64,23 @@ def test_a_true_id_is_not_the_reply_to_request_1(no_leaks):
     with connect("true_id_init") as s:
         assert s.protocol_version == "2025-11-25"
         assert any("unknown request id True" in str(e) for e in s.connection.protocol_errors)
+
+
+def test_non_json_stdout_is_kept_and_reported(no_leaks):
+    with connect("noise") as s:
+        assert s.transport.stdout_noise() == [
+            "Starting weather server on port 8000...",
+            "loading model",
+            "ready!",
+        ]
+        reported = [str(e) for e in s.connection.protocol_errors if "wrote to stdout" in str(e)]
+        assert len(reported) == 3 and "Starting weather server" in reported[0]
+        assert text(s.call_tool("echo", {"message": "fine"})) == "fine"
+
+
+def test_the_noise_tail_is_bounded(no_leaks):
+    transport = StdioTransport([*HOSTILE])
+    assert transport.stdout_noise() == []
+    for i in range(100):
+        transport._deliver_line(f"banner {i}".encode())  # noqa: SLF001 - the reader's line step
+    assert transport.stdout_noise() == [f"banner {i}" for i in range(80, 100)]

@@ -65,6 +65,11 @@ class Transport(ABC):
         """One line for reports and error messages (no secrets)."""
         return self.kind
 
+    def stdout_noise(self) -> list[str]:
+        """The last lines the server wrote that were not JSON-RPC (stdio: e.g. a banner
+        printed to stdout), oldest first, each cut to a printable excerpt; [] if none."""
+        return []
+
     # -- for implementations: the three callbacks, each used safely ------------------
 
     name: str = "server"

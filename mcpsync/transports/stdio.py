@@ -61,6 +61,8 @@ else:
 
 log = logging.getLogger("mcpsync.stdio")
 
+#: how many non-JSON stdout lines ``stdout_noise()`` keeps
+_NOISE_LINES = 20
 #: after a send, the background reader leaves stdout to the caller this long (seconds)
 _CALLER_GRACE = 0.005
 
@@ -106,6 +108,7 @@ class StdioTransport(Transport):
         self.shutdown_timeout = shutdown_timeout
         self.process: subprocess.Popen[bytes] | None = None
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=stderr_tail_lines)
+        self._noise: collections.deque[str] = collections.deque(maxlen=_NOISE_LINES)
         self._server_log = logging.getLogger(f"mcpsync.server.{self.name}")
         self._write_lock = threading.Lock()
         self._stdin: IO[bytes] | None = None
@@ -201,6 +204,10 @@ class StdioTransport(Transport):
     def stderr_tail(self) -> str:
         """The server's last stderr lines (bounded)."""
         return "\n".join(self._stderr_tail)
+
+    def stdout_noise(self) -> list[str]:
+        """The last (up to 20) stdout lines that were not JSON-RPC, oldest first."""
+        return list(self._noise)
 
     def _exit_error(self, what: str) -> ServerExited:
         proc = self.process
@@ -391,6 +398,7 @@ class StdioTransport(Transport):
         try:
             message = decode(line)
         except ProtocolError as exc:
+            self._noise.append(excerpt(line, 200))
             self._report(ProtocolError(f"server {self.name!r} wrote to stdout: {exc}"))
             return
         self._deliver(message)
