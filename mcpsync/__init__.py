@@ -10,6 +10,8 @@ blocking API) -> ``host`` (many servers) -> ``cli``.
         print([t.name for t in s.list_tools()])
 """
 
+from typing import TYPE_CHECKING
+
 from . import display, handlers
 from .config import (
     AuthSettings,
@@ -46,6 +48,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Session",
+    "smoke",
     "Progress",
     "Host",
     "HostTool",
@@ -79,3 +82,19 @@ __all__ = [
     "TransportError",
     "VersionMismatch",
 ]
+
+
+if TYPE_CHECKING:
+    from .smoke import smoke as smoke
+
+
+def __getattr__(name: str) -> object:
+    # late: ``import mcpsync`` stays cheap; the smoke runner loads on first use. Importing
+    # the submodule makes ``mcpsync.smoke`` the module: it is callable (same function).
+    if name == "smoke":
+        import importlib
+
+        function = importlib.import_module(".smoke", __name__).smoke
+        globals()["smoke"] = function
+        return function
+    raise AttributeError(f"module 'mcpsync' has no attribute {name!r}")

@@ -61,13 +61,15 @@ targets:
   --config FILE ENTRY       the same, as an option
   CONFIG                    a config file with exactly one entry
 
-examples:
+examples (the first five run as written; the rest need Node or your own config):
   mcpsync demo
-  mcpsync inspect -- npx -y @modelcontextprotocol/server-everything stdio
-  mcpsync call http://127.0.0.1:8000/mcp add a=1 b=2
   mcpsync call echo message=hi -- python -m mcpsync.demo_server
+  pid=$(python -m mcpsync.demo_http --port 8000 --detach)   # the demo server over HTTP
+  mcpsync call http://127.0.0.1:8000/mcp add a=1 b=2
+  kill $pid
+  mcpsync inspect -- npx -y @modelcontextprotocol/server-everything stdio
   mcpsync tools ~/.cursor/mcp.json:github
-  mcpsync smoke .vscode/mcp.json --input api-key=... --call ping
+  mcpsync smoke .vscode/mcp.json --input api-key=... --call echo --args '{"message": "hi"}'
 
 exit codes: 0 ok, 1 server/tool error, 2 usage, 3 connect failure, 130 interrupted
 """
@@ -135,6 +137,12 @@ def _common() -> argparse.ArgumentParser:
     )
     g.add_argument(
         "--connect-timeout", type=float, metavar="SECONDS", help="bound on bring-up (default 30)"
+    )
+    g.add_argument(
+        "--include-tools", action="append", metavar="GLOB", help="only these tools (repeatable)"
+    )
+    g.add_argument(
+        "--exclude-tools", action="append", metavar="GLOB", help="hide these tools (repeatable)"
     )
     o = p.add_argument_group("output")
     o.add_argument(
@@ -238,20 +246,7 @@ def _sub_parser(command: str) -> argparse.ArgumentParser:
         )
         _json_flag(p)
     elif command == "smoke":
-        p.add_argument(
-            "--call", metavar="TOOL", help="also call TOOL on every server that offers it"
-        )
-        p.add_argument(
-            "--args", dest="call_args", metavar="'{...}'", help="JSON arguments for --call"
-        )
-        p.add_argument("--ask", action="store_true", help="ask before starting each server")
-        p.add_argument(
-            "--parallel",
-            type=int,
-            default=8,
-            metavar="N",
-            help="bring up at most N at a time (default 8)",
-        )
+        _smoke_arguments(p)
         _json_flag(p)
     else:
         _json_flag(p)
@@ -544,6 +539,9 @@ def resolve_target(
     if ns.header:
         kwargs["headers"] = {**kwargs.get("headers", {}), **_parse_headers(ns.header)}
     _apply_timeouts(kwargs, ns)
+    for key in ("include_tools", "exclude_tools"):  # replace the entry's includeTools/excludeTools
+        if getattr(ns, key, None):
+            kwargs[key] = list(getattr(ns, key))
     return Target(kwargs, label), words
 
 
@@ -592,10 +590,24 @@ def _dump(model: Any) -> Any:
     return model
 
 
+def _import_client(kwargs: dict[str, Any]) -> None:
+    """Import what the bring-up and the first results need, so that the timings ``inspect``
+    shows are the server's (and the network's), not this process's imports."""
+    import importlib
+
+    importlib.import_module("mcp_types")  # the wire models (~0.2 s of pydantic building)
+    if isinstance(kwargs.get("target"), list):
+        importlib.import_module(".transports.stdio", __package__)
+    elif isinstance(kwargs.get("target"), str):
+        importlib.import_module(".transports.streamable_http", __package__)
+        importlib.import_module(".transports.legacy_sse", __package__)
+
+
 def _connect(target: Target, out: _Out, ns: argparse.Namespace) -> Any:
     from .session import Session
 
     kwargs = dict(target.kwargs)
+    _import_client(kwargs)
     name = kwargs.get("name") or (
         os.path.basename(kwargs["target"][0]) if isinstance(kwargs["target"], list) else None
     )
@@ -926,9 +938,69 @@ def run_demo(ns: argparse.Namespace, out: _Out) -> int:
     return EXIT_ERROR if result.is_error or report["errors"] else EXIT_OK
 
 
+def _smoke_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--call",
+        action="append",
+        default=[],
+        metavar="TOOL",
+        help="also call TOOL on every server that offers it (repeatable)",
+    )
+    p.add_argument(
+        "--args",
+        dest="call_args",
+        action="append",
+        default=[],
+        metavar="'{...}'",
+        help="JSON arguments for the --call at the same position (repeatable)",
+    )
+    p.add_argument("--ask", action="store_true", help="ask before starting each server")
+    p.add_argument(
+        "--parallel",
+        type=int,
+        default=8,
+        metavar="N",
+        help="bring up at most N at a time (default 8)",
+    )
+    p.add_argument(
+        "--junit-xml", metavar="FILE", help="write a JUnit XML report (a test case per entry and call)"
+    )
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="each tool's inputSchema/outputSchema must be valid JSON Schema",
+    )
+    p.add_argument(
+        "--stored-auth-only",
+        action="store_true",
+        help="HTTP servers use stored OAuth tokens only; never ask a person (fails as 'auth')",
+    )
+    p.add_argument(
+        "--token-store",
+        metavar="FILE",
+        help="OAuth token file (default with --stored-auth-only: ~/.cache/mcpsync/tokens.json)",
+    )
+    p.add_argument(
+        "--snapshot",
+        metavar="DIR",
+        help="compare each server's tools/resources/prompts with DIR/<entry>.json (written if absent)",
+    )
+    p.add_argument(
+        "--executor",
+        choices=["thread", "process"],
+        default="thread",
+        help="run each entry in a thread (default) or a worker process",
+    )
+    p.add_argument(
+        "--dask",
+        metavar="SCHEDULER_ADDRESS",
+        help="run the entries on a Dask cluster (needs the dask extra)",
+    )
+
+
 def run_smoke(ns: argparse.Namespace, out: _Out) -> int:
-    from .host import Host, ask_on_terminal
-    from .session import Session
+    from .host import ask_on_terminal
+    from .smoke import smoke, write_junit_xml
 
     if len(ns.words) > 1:
         raise UsageError("smoke takes one CONFIG file")
@@ -943,141 +1015,161 @@ def run_smoke(ns: argparse.Namespace, out: _Out) -> int:
             )
         path = str(found[0])
         out.note(f"mcpsync: using {path}")
+    if len(ns.call_args) > max(1, len(ns.call)):
+        raise UsageError("more --args than --call")
+    calls = [
+        (tool, _json_object(ns.call_args[i] if i < len(ns.call_args) else None, "--args"))
+        for i, tool in enumerate(ns.call)
+    ]
     inputs = _parse_pairs(ns.input, what="--input", parse_json=False)
     config = load_config(path, inputs=inputs)
-    overrides: dict[str, Any] = {}
-    _apply_timeouts(overrides, ns)
-
-    def connect(**kwargs: Any) -> Any:
-        kwargs.setdefault("on_log", out.on_log(kwargs.get("name") or "server"))
-        return Session.connect(**kwargs)
-
-    call_args = _json_object(ns.call_args, "--args")
-    t0 = time.perf_counter()
-    host = Host(
-        config,
-        connect=connect,
-        consent=ask_on_terminal if ns.ask else None,
-        max_parallel=max(1, ns.parallel),
-        session_kwargs=overrides,
-        auth_factory=_auth_factory(ns),
-        spawn_stdio=True,
-    )
-    try:
-        host.connect_all()
-        bring_up = time.perf_counter() - t0
-        statuses = host.status()
-        calls: dict[str, dict[str, Any]] = {}
-        if ns.call:
-            for st in statuses:
-                if st.state != "ready":
-                    continue
-                session = host.session(st.name)
-                try:
-                    names = {t.name for t in session.list_tools()}
-                except MCPSyncError:
-                    names = set()
-                if ns.call not in names:
-                    continue
-                c0 = time.perf_counter()
-                try:
-                    result = session.call_tool(ns.call, call_args or None)
-                    calls[st.name] = {
-                        "ok": not result.is_error,
-                        "seconds": time.perf_counter() - c0,
-                        "error": display.result_text(result)[:200] if result.is_error else None,
-                    }
-                except MCPSyncError as exc:
-                    calls[st.name] = {
-                        "ok": False,
-                        "seconds": time.perf_counter() - c0,
-                        "error": str(exc),
-                    }
-        tool_names: dict[str, list[str]] = {}
-        for st in statuses:
-            if st.state == "ready" and st.error is None:
-                tool_names[st.name] = [t.name for t in host.session(st.name).list_tools()]
-    finally:
-        host.close()
-
-    failed = [
-        st for st in statuses if st.state not in ("ready", "disabled") or st.error is not None
-    ]
-    call_failed = [n for n, c in calls.items() if not c["ok"]]
-    no_tool = bool(ns.call) and not calls
+    token_store = ns.token_store
+    if token_store is None and ns.stored_auth_only:
+        token_store = os.path.expanduser("~/.cache/mcpsync/tokens.json")
+    with _smoke_executor(ns) as executor:
+        report = smoke(
+            config,
+            executor=executor,
+            calls=calls,
+            parallel=max(1, ns.parallel),
+            consent=ask_on_terminal if ns.ask else None,
+            timeout=ns.timeout,
+            connect_timeout=ns.connect_timeout,
+            strict=ns.strict,
+            oauth=ns.oauth,
+            stored_auth_only=ns.stored_auth_only,
+            token_store=token_store,
+            snapshot_dir=ns.snapshot,
+            log_server_messages=not ns.quiet,
+        )
+    if ns.junit_xml:
+        write_junit_xml(report, ns.junit_xml)
     if out.json:
-        servers = []
-        for st in statuses:
-            servers.append(
-                {
-                    "name": st.name,
-                    "state": st.state,
-                    "ok": st not in failed,
-                    "transport": st.transport,
-                    "target": st.target,
-                    "protocol_version": st.protocol_version,
-                    "server_info": _dump(st.server_info),
-                    "tools": tool_names.get(st.name),
-                    "seconds": st.seconds,
-                    "error": None if st.error is None else f"{type(st.error).__name__}: {st.error}",
-                    "call": calls.get(st.name),
-                }
-            )
-        out.emit_json(
-            {
-                "config": path,
-                "ok": not failed and not call_failed and not no_tool,
-                "seconds": bring_up,
-                "servers": servers,
-            }
-        )
+        data = report.to_json()
+        data["config"] = path
+        out.emit_json(data)
     else:
-        rows = display.status_rows(statuses)
-        for row, st in zip(rows, statuses, strict=True):
-            row["error"] = display._error_line(st.error, 70)
-            if ns.call:
-                c = calls.get(st.name)
-                row["call"] = (
-                    "-" if c is None else ("ok " if c["ok"] else "FAIL ") + _ms(c["seconds"])
-                )
-                if c and c["error"] and not row["error"]:
-                    row["error"] = display._first_line(c["error"], 70)
-        columns = (
-            ["server", "state", "transport", "version", "tools", "time"]
-            + (["call"] if ns.call else [])
-            + ["error"]
+        _print_smoke(report, out, [tool for tool, _ in calls])
+    return report.exit_code
+
+
+class _NoExecutor:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def _smoke_executor(ns: argparse.Namespace) -> Any:
+    if ns.dask:
+        try:
+            from distributed import Client
+        except ImportError:
+            raise UsageError("--dask needs the dask extra: pip install 'mcpsync[dask]'") from None
+        import contextlib
+
+        @contextlib.contextmanager
+        def on_dask() -> Any:
+            with Client(ns.dask, timeout=30) as client:
+                yield client.get_executor(pure=False)
+
+        return on_dask()
+    if ns.executor == "process":
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        return ProcessPoolExecutor(
+            max_workers=max(1, ns.parallel), mp_context=multiprocessing.get_context("spawn")
         )
-        out.print(display.format_table(rows, columns, max_width=72))
-        disabled = sum(1 for st in statuses if st.state == "disabled")
-        enabled = len(statuses) - disabled
-        summary = f"\n{enabled - len(failed)}/{enabled} servers up in {_ms(bring_up)}"
-        if disabled:
-            summary += f" ({disabled} disabled)"
-        if ns.call:
-            summary += f"; {ns.call}: {len(calls) - len(call_failed)}/{len(calls)} calls ok"
-        out.print(summary)
-        if no_tool:
-            out.print(f"no server offers a tool named {ns.call!r}")
-    if failed:
-        return EXIT_CONNECT
-    if call_failed or no_tool:
-        return EXIT_ERROR
-    return EXIT_OK
+    return _NoExecutor()
+
+
+def _print_smoke(report: Any, out: _Out, calls: list[str]) -> None:
+    width = 60
+    call_columns = ["call"] if len(calls) == 1 else [f"call:{tool}" for tool in calls]
+    rows = []
+    notes: list[str] = []
+    for e in report.entries:
+        row = {
+            "server": e.name,
+            "state": e.state,
+            "transport": e.transport,
+            "version": e.protocol_version or "-",
+            "tools": "-" if e.tools is None else str(len(e.tools)),
+            "time": "-" if e.seconds is None else _ms(e.seconds),
+        }
+        errors = [e.error] if e.error else []
+        for tool, column in zip(calls, call_columns, strict=True):
+            c = next((c for c in e.calls if c.tool == tool), None)
+            if c is None or c.skipped:
+                row[column] = "-"
+            else:
+                row[column] = ("ok " if c.ok else "FAIL ") + _ms(c.seconds)
+                if c.error:
+                    errors.append(f"{c.failure}: {tool}: {c.error}")
+        if e.error:
+            errors[0] = f"{e.failure}: {e.error}" if e.failure else e.error
+        whole = " | ".join(" ".join(text.split()) for text in errors)
+        if len(whole) <= width and "\n" not in "".join(errors):
+            row["error"] = whole
+        elif errors:
+            row["error"] = f"see below [{len(notes) + 1}]"
+            notes.append(f"[{len(notes) + 1}] {e.name}:\n" + _indent("\n".join(errors), "    "))
+        else:
+            row["error"] = ""
+        rows.append(row)
+    columns = ["server", "state", "transport", "version", "tools", "time", *call_columns, "error"]
+    out.print(display.format_table(rows, columns, max_width=width))
+    if notes:
+        out.print()
+        out.print("\n".join(notes))
+    disabled = sum(1 for e in report.entries if e.state == "disabled")
+    enabled = len(report.entries) - disabled
+    up = sum(1 for e in report.entries if e.state == "ready" and e.failure is None)
+    summary = f"\n{up}/{enabled} servers up in {_ms(report.seconds)}"
+    if disabled:
+        summary += f" ({disabled} disabled)"
+    for tool in calls:
+        ran = [c for e in report.entries for c in e.calls if c.tool == tool and not c.skipped]
+        summary += f"; {tool}: {sum(c.ok for c in ran)}/{len(ran)} calls ok"
+    out.print(summary)
+    for tool in report.no_tool:
+        out.print(f"no server offers a tool named {tool!r}")
 
 
 # --------------------------------------------------------------------------- main
 
 
-def _setup_logging(verbose: bool, stderr: IO[str]) -> None:
+SERVER_LOGGER = "mcpsync.server"
+
+
+class _CLIFormatter(logging.Formatter):
+    """A server's stderr (logger ``mcpsync.server.<name>``) as ``[<name>] line``; mcpsync's own
+    records as ``mcpsync: LEVEL: message``."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        if record.name.startswith(SERVER_LOGGER + "."):
+            return f"[{record.name[len(SERVER_LOGGER) + 1 :]}] {record.getMessage()}"
+        return f"{PROG}: {record.levelname}: {record.getMessage()}"
+
+
+def _setup_logging(verbose: bool, quiet: bool, stderr: IO[str]) -> None:
+    """mcpsync's log to ``stderr``: warnings (everything with -v), and what servers print on
+    their stderr (unless -q)."""
     logger = logging.getLogger("mcpsync")
-    if any(getattr(h, "_mcpsync_cli", False) for h in logger.handlers):
-        return
+    for old in [h for h in logger.handlers if getattr(h, "_mcpsync_cli", False)]:
+        logger.removeHandler(old)  # main() run again in this process (tests): the new stderr
     handler = logging.StreamHandler(stderr)
     handler._mcpsync_cli = True  # type: ignore[attr-defined]
-    handler.setFormatter(logging.Formatter("mcpsync: %(levelname)s: %(message)s"))
+    handler.setFormatter(_CLIFormatter())
     logger.addHandler(handler)
     logger.setLevel(logging.DEBUG if verbose else logging.WARNING)
     logger.propagate = False
+    # a server's stderr is logged at INFO: shown by default, silenced by -q
+    logging.getLogger(SERVER_LOGGER).setLevel(
+        logging.CRITICAL + 1 if quiet else (logging.DEBUG if verbose else logging.INFO)
+    )
 
 
 def main(
@@ -1121,7 +1213,7 @@ def main(
     except SystemExit as exc:
         return int(exc.code or 0)
 
-    _setup_logging(ns.verbose, stderr)
+    _setup_logging(ns.verbose, ns.quiet, stderr)
     out = _Out(ns, stdout, stderr)
     try:
         if command == "demo":

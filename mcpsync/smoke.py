@@ -40,6 +40,7 @@ import os
 import sys
 import threading
 import time
+import types
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import BrokenExecutor, Executor, Future, ThreadPoolExecutor
@@ -687,7 +688,7 @@ def _snapshot_file(directory: Path, name: str) -> Path:
 
 
 def _check_snapshot(e: EntryResult, directory: Path) -> EntryResult:
-    from .testing.snapshot import diff_snapshots, snapshot_data
+    from .testing._snapshot import diff_snapshots, snapshot_data
 
     if e.listing is None or e.failure is not None:
         return e
@@ -903,3 +904,13 @@ def write_junit_xml(report: SmokeReport, path: str | os.PathLike[str]) -> None:
     root.append(suite)
     ElementTree.indent(root)
     Path(path).write_bytes(ElementTree.tostring(root, encoding="utf-8", xml_declaration=True))
+
+
+class _CallableModule(types.ModuleType):
+    """``mcpsync.smoke`` is this module once it is imported: calling it runs :func:`smoke`."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> SmokeReport:
+        return smoke(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from .snapshot import assert_matches_snapshot, diff_snapshots, snapshot, snapshot_data
+from ._snapshot import assert_matches_snapshot, diff_snapshots, snapshot, snapshot_data
 
 __all__ = ["serve", "snapshot", "snapshot_data", "assert_matches_snapshot", "diff_snapshots"]
 
 
 def __getattr__(name: str) -> Any:
     if name == "serve":  # late: serving needs anyio and the SDK, the snapshots do not
-        from .serve import serve
+        from ._serve import serve
 
         return serve
     raise AttributeError(f"module 'mcpsync.testing' has no attribute {name!r}")
