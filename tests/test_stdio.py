@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import time
 
 import psutil
 import pytest
@@ -187,8 +188,11 @@ def test_fifty_megabyte_message(no_leaks):
 def test_message_over_the_limit_is_discarded_and_reported(no_leaks):
     transport = StdioTransport(faulty_argv("--huge-message", "2"), max_message_bytes=1024 * 1024)
     with mcpsync.Session.connect(transport, timeout=5) as s:
-        with pytest.raises(mcpsync.RequestTimeout):
-            s.call_tool("huge", {}, timeout=3)
+        # The call fails at once with the size error (not after its own 30 s timeout).
+        started = time.monotonic()
+        with pytest.raises(mcpsync.ProtocolError, match="over 1048576 bytes"):
+            s.call_tool("huge", {}, timeout=30)
+        assert time.monotonic() - started < 10
         assert any("over 1048576 bytes" in str(e) for e in s.connection.protocol_errors)
         assert s.call_tool("echo", {"message": "after"}).content[0].text == "after"
 

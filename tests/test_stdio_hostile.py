@@ -11,11 +11,12 @@ import sys
 import threading
 import time
 
+import pytest
 from servers.launch import SERVERS_DIR
 
 import mcpsync
 from mcpsync.errors import ProtocolError
-from mcpsync.transports.stdio import StdioTransport
+from mcpsync.transports.stdio import MessageTooLarge, StdioTransport
 
 HOSTILE = [sys.executable, str(SERVERS_DIR / "hostile_server.py")]
 
@@ -84,3 +85,29 @@ def test_the_noise_tail_is_bounded(no_leaks):
     for i in range(100):
         transport._deliver_line(f"banner {i}".encode())  # noqa: SLF001 - the reader's line step
     assert transport.stdout_noise() == [f"banner {i}" for i in range(80, 100)]
+
+
+@pytest.mark.parametrize("id_last", [False, True])
+def test_an_oversize_reply_names_its_request_wherever_the_id_is(id_last):
+    # The reader's framing step alone: the id is read from the first or the last bytes.
+    errors: list[BaseException] = []
+    transport = StdioTransport([*HOSTILE], max_message_bytes=1000)
+    transport._bind(lambda m: None, lambda e: None, errors.append)  # noqa: SLF001
+    body = b'"result":{"content":[{"type":"text","text":"' + b"x" * 5000 + b'"}]}'
+    line = b'{"jsonrpc":"2.0",' + (body + b',"id":42}' if id_last else b'"id":42,' + body + b"}")
+    for start in range(0, len(line), 700):  # in pieces, as a pipe delivers it
+        transport._feed(line[start : start + 700])  # noqa: SLF001
+    assert not errors or not id_last  # with the id last, nothing is known before the newline
+    transport._feed(b'\n{"jsonrpc":"2.0","id":43,"result":{}}\n')  # noqa: SLF001
+    assert len(errors) == 1 and isinstance(errors[0], MessageTooLarge)
+    assert errors[0].request_id == 42 and "over 1000 bytes" in str(errors[0])
+
+
+def test_an_oversize_reply_fails_its_call_at_once(no_leaks):
+    transport = StdioTransport([*HOSTILE], max_message_bytes=64 * 1024)
+    with mcpsync.Session.connect(transport, era="legacy", timeout=30) as s:
+        started = time.monotonic()
+        with pytest.raises(MessageTooLarge, match="over 65536 bytes"):
+            s.call_tool("big", {"bytes": 1_000_000}, timeout=30)
+        assert time.monotonic() - started < 10
+        assert text(s.call_tool("echo", {"message": "after"})) == "after"

@@ -26,6 +26,7 @@ from __future__ import annotations
 import collections
 import logging
 import os
+import re
 import select
 import signal
 import subprocess
@@ -39,7 +40,7 @@ from ..errors import ConfigError, ProtocolError, ServerExited, TransportError
 from ..jsonrpc import decode, encode, excerpt
 from .base import Message, OnClose, OnError, OnMessage, Transport
 
-__all__ = ["StdioTransport", "DEFAULT_INHERITED_ENV", "default_environment"]
+__all__ = ["StdioTransport", "MessageTooLarge", "DEFAULT_INHERITED_ENV", "default_environment"]
 
 if sys.platform == "win32":  # pragma: no cover - the reference SDKs' Windows list
     DEFAULT_INHERITED_ENV: tuple[str, ...] = (
@@ -65,6 +66,23 @@ log = logging.getLogger("mcpsync.stdio")
 _NOISE_LINES = 20
 #: after a send, the background reader leaves stdout to the caller this long (seconds)
 _CALLER_GRACE = 0.005
+
+
+# The top-level id of a response, from the first or last bytes of a line too long to parse:
+# right after the opening brace's first members, or as the last member before the final brace.
+_HEAD_ID = re.compile(rb'^\s*\{(?:[^{}\[\]]*?,)?\s*"id"\s*:\s*(-?\d+)\s*[,}]')
+_TAIL_ID = re.compile(rb',\s*"id"\s*:\s*(-?\d+)\s*\}\s*$')
+
+
+class MessageTooLarge(ProtocolError):
+    """A line over ``max_message_bytes`` was discarded; ``request_id`` names the request it
+    answered when that could be read from its first or last bytes (else None).
+
+    Reported through ``on_error``: the connection fails that request with it at once."""
+
+    def __init__(self, message: str, *, request_id: int | None) -> None:
+        self.request_id = request_id
+        super().__init__(message)
 
 
 def default_environment() -> dict[str, str]:
@@ -125,6 +143,8 @@ class StdioTransport(Transport):
         self._parts: list[bytes] = []
         self._part_bytes = 0
         self._discarding = False
+        self._discard_tail = b""  # the last bytes of the line being discarded
+        self._discard_unreported = False
         self._fd = -1
         self._caller_poll: Any = None
         self._wake_r = self._wake_w = -1
@@ -373,17 +393,18 @@ class StdioTransport(Transport):
                     self._parts.append(rest)
                     self._part_bytes += len(rest)
                     if self._part_bytes > limit:
-                        self._parts.clear()
-                        self._part_bytes = 0
-                        self._discarding = True
-                        self._report(ProtocolError(
-                            f"server {self.name!r} sent a message over {limit} bytes; it was discarded"
-                        ))  # fmt: skip
+                        self._too_large(b"".join(self._parts)[:512])
+                elif rest:
+                    self._discard_tail = (self._discard_tail + rest)[-512:]
                 return
             piece = chunk[start:newline]
             start = newline + 1
             if self._discarding:
                 self._discarding = False
+                if self._discard_unreported:  # the id may be the last member: `..., "id": 7}`
+                    found = _TAIL_ID.search((self._discard_tail + piece)[-512:])
+                    self._report_too_large(int(found.group(1)) if found else None)
+                self._discard_tail = b""
                 continue
             if self._parts:
                 self._parts.append(piece)
@@ -391,6 +412,24 @@ class StdioTransport(Transport):
                 self._parts.clear()
                 self._part_bytes = 0
             self._deliver_line(piece)
+
+    def _too_large(self, head: bytes) -> None:
+        """The line being read went over the limit: drop it up to its newline, and say so."""
+        self._parts.clear()
+        self._part_bytes = 0
+        self._discarding = True
+        self._discard_tail = b""
+        found = _HEAD_ID.match(head)
+        # A response whose id comes first (or a request): report now; else at its last bytes.
+        self._discard_unreported = found is None and b'"method"' not in head
+        if not self._discard_unreported:
+            self._report_too_large(int(found.group(1)) if found else None)
+
+    def _report_too_large(self, request_id: int | None) -> None:
+        self._report(MessageTooLarge(
+            f"server {self.name!r} sent a message over {self.max_message_bytes} bytes; it was discarded",
+            request_id=request_id,
+        ))  # fmt: skip
 
     def _deliver_line(self, line: bytes) -> None:
         if line.isspace() or not line:
