@@ -595,8 +595,16 @@ def test_404_with_session_id_raises_session_expired(no_leaks, fast):
         with pytest.raises(SessionExpired):
             t.send(request(2, "tools/list"))
         assert t.session_id is None
+        # a notification while the session is being re-initialized is not sent (old session's)
+        sent = len(server.posts())
+        with pytest.raises(SessionExpired):
+            t.send({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"})
+        assert len(server.posts()) == sent
         t.send(initialize_message(3))  # the session re-initializes; the new id is used from now on
         assert "mcp-session-id" not in server.posts()[-1].headers
+        assert t.session_id == "sess-2"
+        t.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        assert server.posts()[-1].headers["mcp-session-id"] == "sess-2"
         t.send(request(4, "tools/list"))
         assert server.posts()[-1].headers["mcp-session-id"] == "sess-2"
         t.close()

@@ -90,6 +90,11 @@ DEFAULT_RETRY = 1.0
 MODERN_FROM = "2026-07-28"
 _READ_CHUNK = 256 * 1024
 _ERROR_BODY_LIMIT = 64 * 1024
+#: sends of one message that may each race a session expiry before it gives up
+_MAX_RESENDS = 8
+#: longest wait for a re-initialization when the request has no timeout
+_REINIT_WAIT = 60.0
+_STALE, _LEADER, _HANDSHAKE = "stale", "leader", "handshake"
 _SESSION_ID = re.compile(r"[\x21-\x7e]{1,1024}")
 _PLAIN_HEADER = re.compile(r"[\x21-\x7e]([\x20-\x7e\t]*[\x21-\x7e])?")
 
@@ -813,6 +818,10 @@ class StreamableHTTPTransport(Transport):
         self.protocol_version: str | None = None
         self._modern = False
         self._state_lock = threading.Lock()
+        self._session_cond = threading.Condition(self._state_lock)
+        self._expiry: str | None = None  # None, _STALE, _LEADER or _HANDSHAKE (see send)
+        self._expired_id: str | None = None
+        self._expiry_generation = 0
         self._streams: set[_Stream] = set()
         self._closing = threading.Event()
         self._started = False
@@ -842,6 +851,9 @@ class StreamableHTTPTransport(Transport):
             self.protocol_version = version
             self._modern = version >= MODERN_FROM and version[:2] == "20"
             self._rebuild_headers()
+            if self._expiry is _HANDSHAKE:  # a re-initialization is complete
+                self._expiry = None
+                self._session_cond.notify_all()
         self._maybe_open_back_channel()
 
     def send(
@@ -855,20 +867,46 @@ class StreamableHTTPTransport(Transport):
         read on a reader thread. ``timeout`` bounds the wait for reply data (default: the
         transport's ``timeout``). ``headers`` adds per-message headers (e.g. ``Mcp-Param-*``).
 
-        Raises ``SessionExpired`` (404 to a request that carried a session id; the id is
-        dropped), ``HTTPStatusError``, ``ConnectError``/``DNSError``/``TLSError``,
-        ``RequestTimeout``, or ``ProtocolError`` (a reply that is not JSON-RPC).
+        Raises ``SessionExpired`` (404 to a request that carried the session id: to one
+        request per expiry, which is to re-initialize; the others wait for that and are
+        re-sent with the new id), ``HTTPStatusError``, ``ConnectError``/``DNSError``/
+        ``TLSError``, ``RequestTimeout``, or ``ProtocolError`` (a reply that is not JSON-RPC).
         """
         if self._closing.is_set():
             raise TransportError(f"{self.describe()}: transport is closed")
         method = message.get("method") if isinstance(message, dict) else None
-        request_id = message.get("id") if method is not None else None
         is_request = method is not None and "id" in message
-        if method == "initialize":
-            hdrs, sent_session = self._init_headers, None
-        else:
+        read_timeout = self.timeout if timeout is None else timeout
+        if method == "initialize" or (
+            method == "notifications/initialized" and self._expiry is not None
+        ):
+            self._send_handshake(message, method, read_timeout, headers)
+            return
+        for _ in range(_MAX_RESENDS):
             with self._state_lock:
-                hdrs, sent_session = self._post_headers, self._post_session
+                if self._expiry is None:
+                    hdrs, sent_session = self._post_headers, self._post_session
+                else:  # the session expired: wait for the re-initialization (or lead it)
+                    hdrs, sent_session = self._await_session(method, is_request, read_timeout)
+            if self._post(message, method, is_request, hdrs, sent_session, read_timeout, headers):
+                return
+        raise SessionExpired(
+            f"{self.describe()}: the session expired {_MAX_RESENDS} times while sending {method}"
+        )
+
+    def _post(
+        self,
+        message: Message,
+        method: str | None,
+        is_request: bool,
+        hdrs: Mapping[str, str],
+        sent_session: str | None,
+        read_timeout: float | None,
+        headers: Mapping[str, str] | None,
+    ) -> bool:
+        """POST ``message`` once. True when done; False when it raced a session expiry that
+        another request reported (send it again once the new session is up)."""
+        request_id = message.get("id") if method is not None else None
         if self._modern and method is not None:
             hdrs = {**hdrs, "Mcp-Method": method}
             name = _mcp_name(method, message.get("params"))
@@ -876,7 +914,6 @@ class StreamableHTTPTransport(Transport):
                 hdrs["Mcp-Name"] = header_value(name)
         if headers:
             hdrs = {**hdrs, **headers}
-        read_timeout = self.timeout if timeout is None else timeout
         response, target = self._http.request(
             "POST", self.target, hdrs, encode(message), read_timeout
         )
@@ -889,28 +926,28 @@ class StreamableHTTPTransport(Transport):
                 self._capture_session(response)
             if status == 202 or status == 204:
                 _discard(response)
-                return
+                return True
             ctype = response.headers.get("content-type", "").lower()
             if ctype.startswith(ACCEPT_SSE):
                 if is_request:
                     self._start_stream(response, request_id, read_timeout)
                 else:  # a stream for a notification or response: read whatever it carries
                     self._start_stream(response, None, read_timeout)
-                return
+                return True
             data = read_limited(response, self.max_event_bytes, what)
             if not data or data.isspace():
                 if is_request:
                     raise ProtocolError(f"{what}: empty {status} reply to {method}")
-                return
+                return True
             if "json" not in ctype and ctype:
                 if is_request:
                     raise ProtocolError(
                         f"{what}: unexpected Content-Type {ctype!r} in reply to {method}"
                     )
-                return
+                return True
             reply = decode(data)  # ProtocolError on garbage: the caller learns at once
             self._deliver(reply)
-            return
+            return True
         body = b""
         try:
             body = response.read(_ERROR_BODY_LIMIT, decode_content=True)
@@ -919,7 +956,8 @@ class StreamableHTTPTransport(Transport):
         finally:
             response.close()
         if status == 404 and sent_session is not None:
-            self._expire_session(sent_session)
+            if self._not_found(sent_session, is_request):
+                return False
             raise SessionExpired(
                 f"{what}: the server no longer knows session (HTTP 404); initialize again"
             )
@@ -933,8 +971,103 @@ class StreamableHTTPTransport(Transport):
             and ("error" in payload or "result" in payload)
         ):
             self._deliver(payload)  # a JSON-RPC answer carried by an HTTP error status
-            return
+            return True
         raise error
+
+    # -- session expiry: one re-initialization, everybody else waits for it --------------
+    #
+    # ``_expiry`` is None while the session is good. A 404 to a request that carried the
+    # current session id makes that request the leader (_LEADER): it alone gets
+    # ``SessionExpired``, and its connection re-initializes. Requests sent meanwhile, and
+    # requests whose own 404 raced the leader's, wait here (bounded by their timeout) and
+    # are then sent with the new ``Mcp-Session-Id``: none goes out without one. The
+    # initialize reply moves to _HANDSHAKE (the new id is known), the 2xx to
+    # ``notifications/initialized`` back to None. A failed re-initialization (or a leader
+    # that never re-initializes) leaves _STALE: the next request to send leads anew.
+    # Notifications and responses are not held: they belong to the old session (a
+    # cancellation, an answer to its server request) and raise ``SessionExpired`` unsent.
+
+    def _send_handshake(
+        self,
+        message: Message,
+        method: str,
+        read_timeout: float | None,
+        headers: Mapping[str, str] | None,
+    ) -> None:
+        """``initialize`` (never with a session id), or ``notifications/initialized`` of a
+        re-initialization; both move the expiry state on."""
+        try:
+            if method == "initialize":
+                self._post(message, method, True, self._init_headers, None, read_timeout, headers)
+            else:
+                with self._state_lock:
+                    hdrs, sent_session = self._post_headers, self._post_session
+                if not self._post(
+                    message, method, False, hdrs, sent_session, read_timeout, headers
+                ):
+                    raise SessionExpired(f"{self.describe()}: the new session expired at once")
+        except BaseException:
+            with self._state_lock:
+                if self._expiry is _LEADER or self._expiry is _HANDSHAKE:
+                    self._expiry = _STALE
+                    self._session_cond.notify_all()
+            raise
+        with self._state_lock:
+            if method == "initialize":
+                if self._expiry is not None:
+                    self._expiry = _HANDSHAKE
+            elif self._expiry is _HANDSHAKE:
+                self._expiry = None
+                self._session_cond.notify_all()
+
+    def _await_session(
+        self, method: str | None, is_request: bool, read_timeout: float | None
+    ) -> tuple[dict[str, str], str | None]:
+        """Called with the state lock held while ``_expiry`` is set: the headers to send with
+        once the new session is up; raises ``SessionExpired`` to the request that is to lead
+        the re-initialization, ``RequestTimeout`` when it does not come in time."""
+        if not is_request:
+            raise SessionExpired(
+                f"{self.describe()}: the session expired and is being re-initialized; "
+                f"{method or 'the response'} was not sent"
+            )
+        bound = read_timeout if read_timeout is not None else _REINIT_WAIT
+        deadline = time.monotonic() + bound
+        generation = self._expiry_generation
+        while True:
+            if self._closing.is_set():
+                raise TransportError(f"{self.describe()}: transport is closed")
+            if self._expiry is None:
+                return self._post_headers, self._post_session
+            if self._expiry is _STALE:
+                self._expiry = _LEADER
+                self._expiry_generation += 1
+                raise SessionExpired(
+                    f"{self.describe()}: the server no longer knows session; initialize again"
+                )
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                if self._expiry_generation == generation:  # the leader did not get through
+                    self._expiry = _STALE
+                    self._session_cond.notify_all()
+                raise RequestTimeout(
+                    f"{self.describe()}: the expired session was not re-initialized within "
+                    f"{bound:g} s; {method} not sent"
+                )
+            self._session_cond.wait(remaining)
+
+    def _not_found(self, sent_session: str, is_request: bool) -> bool:
+        """A 404 to a message sent with ``sent_session``. False: report ``SessionExpired``
+        (this one leads, or it is not a request); True: wait for the new session and resend."""
+        with self._state_lock:
+            if self._expiry is None and self.session_id == sent_session:
+                self._expired_id = sent_session
+                self._expiry = _LEADER if is_request else _STALE
+                self._expiry_generation += 1
+                self.session_id = None  # until the re-initialization names the new one
+                self._rebuild_headers()
+                return False
+            return is_request
 
     def abort_request(self, request_id: Any) -> bool:
         """Stop reading the SSE stream that carries ``request_id``'s response (on the
@@ -950,6 +1083,7 @@ class StreamableHTTPTransport(Transport):
         first = not self._closing.is_set()
         self._closing.set()
         with self._state_lock:
+            self._session_cond.notify_all()  # requests waiting for a re-initialization
             streams = list(self._streams)
             get_thread = self._get_thread
         for stream in streams:
@@ -985,8 +1119,11 @@ class StreamableHTTPTransport(Transport):
     def _side_headers(self, accept: str, last_event_id: str | None = None) -> dict[str, str]:
         with self._state_lock:
             hdrs = {**self._http.headers, "Accept": accept}
-            if self.session_id:
-                hdrs["Mcp-Session-Id"] = self.session_id
+            session_id = self.session_id
+            if session_id is None and self._expiry is not None:
+                session_id = self._expired_id  # not without one: a 404 ends this GET quietly
+            if session_id:
+                hdrs["Mcp-Session-Id"] = session_id
             if self.protocol_version:
                 hdrs["MCP-Protocol-Version"] = self.protocol_version
         if last_event_id is not None:
@@ -1003,12 +1140,6 @@ class StreamableHTTPTransport(Transport):
         with self._state_lock:
             self.session_id = session_id
             self._rebuild_headers()
-
-    def _expire_session(self, sent: str) -> None:
-        with self._state_lock:
-            if self.session_id == sent:  # not a newer one from a concurrent re-initialize
-                self.session_id = None
-                self._rebuild_headers()
 
     def _moved(self, target: Target) -> None:
         log.info(
