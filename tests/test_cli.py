@@ -493,8 +493,10 @@ def test_ctrl_c_cancels_call_and_exits_130(tmp_path: Path):
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )  # fmt: skip
     try:
-        first = proc.stderr.readline()  # the first progress line: the call is in flight
-        assert first.startswith("long_running ["), first
+        lines = []  # the server's own stderr lines come first (shown as "[name] ...")
+        while not (lines and lines[-1].startswith("long_running [")) and len(lines) < 20:
+            lines.append(proc.stderr.readline())  # until the first progress line: in flight
+        assert lines[-1].startswith("long_running ["), lines
         children = psutil.Process(proc.pid).children(recursive=True)
         assert children, "the server process should be running"
         started = time.monotonic()
@@ -628,3 +630,126 @@ def test_http_connection_refused_exit_3():
 
     p = run("tools", f"http://127.0.0.1:{free_port()}/mcp", "--connect-timeout", "5")
     assert p.returncode == 3 and "cannot connect" in p.stderr
+
+
+# ----------------------------------------------------------------- help, examples, stderr, timing
+
+VENV_BIN = str(Path(sys.executable).parent)
+
+
+def _bash(script: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PATH": VENV_BIN + os.pathsep + os.environ.get("PATH", "")}
+    return subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
+
+
+def _help_examples() -> list[str]:
+    text = run("--help").stdout
+    block = text.split("\nexamples", 1)[1].split("\n\n", 1)[0]
+    return [line.strip() for line in block.splitlines()[1:] if line.strip()]
+
+
+def test_help_examples_run_as_written():
+    examples = _help_examples()
+    assert "--call ping" not in " ".join(examples)  # ping is a method, not a tool
+    runnable = examples[:5]  # the help says: the first five run as written
+    assert not any("npx" in e or "mcp.json" in e for e in runnable), runnable
+    p = _bash("\n".join(runnable))
+    assert p.returncode == 0, p.stdout + p.stderr
+    lines = p.stdout.splitlines()
+    assert "hello from mcpsync" in lines[lines.index("call echo message='hello from mcpsync'") + 1]
+    assert "hi" in lines and "3" in lines  # echo over stdio; add a=1 b=2 over HTTP
+
+
+@pytest.mark.real
+def test_help_example_npx_everything():
+    (npx_line,) = [e for e in _help_examples() if "npx" in e]
+    # the same server from the pinned npm peers (npx would download it)
+    command = npx_line.replace("npx -y @modelcontextprotocol/server-everything", everything())
+    p = _bash(command)
+    assert p.returncode == 0, p.stderr
+    assert "tools (" in p.stdout
+
+
+def test_no_sentinel_reprs_in_any_help():
+    commands = ["", "demo", "inspect", "tools", "resources", "prompts", "call", "read", "prompt"]
+    commands.append("smoke")
+    for command in commands:
+        p = run(*([command] if command else []), "--help")
+        assert p.returncode == 0, (command, p.stderr)
+        for bad in ("Ellipsis", "<object object", " at 0x", "_UNSET", "None)"):
+            assert bad not in p.stdout, (command, bad)
+
+
+NOISY_SERVER = (
+    "import sys, runpy\n"
+    "print('Starting weather server on port 8000...', file=sys.stderr, flush=True)\n"
+    "sys.argv = ['demo']\n"
+    "runpy.run_module('mcpsync.demo_server', run_name='__main__')\n"
+)
+
+
+def test_server_stderr_shown_as_the_servers_lines():
+    p = run("tools", "--", sys.executable, "-c", NOISY_SERVER)
+    assert p.returncode == 0, p.stderr
+    lines = p.stderr.splitlines()
+    shown = [line for line in lines if line.endswith("Starting weather server on port 8000...")]
+    assert len(shown) == 1, lines
+    assert shown[0].startswith("[") and "] Starting weather" in shown[0], shown
+    assert "mcpsync: INFO" not in p.stderr
+    q = run("tools", "-q", "--", sys.executable, "-c", NOISY_SERVER)
+    assert q.returncode == 0 and "Starting weather" not in q.stderr
+
+
+def test_server_stderr_in_process_goes_to_the_given_stderr():
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["tools", "--", sys.executable, "-c", NOISY_SERVER], stdout=out, stderr=err) == 0
+    assert "] Starting weather server on port 8000..." in err.getvalue()
+    out2, err2 = io.StringIO(), io.StringIO()  # a second run writes to its own stderr
+    assert main(["tools", "--", sys.executable, "-c", NOISY_SERVER], stdout=out2, stderr=err2) == 0
+    assert "] Starting weather server" in err2.getvalue()
+    assert err.getvalue().count("Starting weather") == 1
+
+
+IMPORT_PROBE = """
+import json, sys
+import mcpsync.session as session_module
+
+seen = {}
+connect = session_module.Session.connect.__func__
+
+def recording_connect(cls, *args, **kwargs):
+    seen["before"] = sorted(m for m in ("mcp_types", "mcpsync.transports.stdio") if m in sys.modules)
+    return connect(cls, *args, **kwargs)
+
+session_module.Session.connect = classmethod(recording_connect)
+from mcpsync.cli import main
+code = main(sys.argv[1:])
+print(json.dumps(seen), file=sys.stderr)
+sys.exit(code)
+"""
+
+
+def test_inspect_timings_start_after_the_client_imports():
+    p = subprocess.run(
+        [sys.executable, "-c", IMPORT_PROBE, "inspect", "-q", "-o", "json", "--", *DEMO],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    assert p.returncode == 0, p.stderr
+    seen = json.loads(p.stderr.strip().splitlines()[-1])
+    # the wire models and the transport were imported before the bring-up clock started
+    assert seen["before"] == ["mcp_types", "mcpsync.transports.stdio"]
+    report = json.loads(p.stdout)
+    assert set(report["listing"]) == {
+        "tools/list",
+        "resources/list",
+        "resources/templates/list",
+        "prompts/list",
+    }

@@ -1,0 +1,155 @@
+"""The demo server over Streamable HTTP and the demo authorization server, through the client."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+import psutil
+import pytest
+import requests
+
+import mcpsync
+from mcpsync.auth import FileTokenStore, OAuth
+from mcpsync.demo_http import DemoHTTPServer
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(2)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def test_session_over_http_progress_cancel_and_close():
+    with DemoHTTPServer() as server:
+        with mcpsync.Session.connect(server.url, name="demo-http") as s:
+            assert s.transport.kind == "streamable-http"
+            assert s.server_info.name == "mcpsync-demo"
+            assert s.call_tool("echo", {"message": "over http"}).content[0].text == "over http"
+            seen = []
+            r = s.call_tool("long_running", {"duration": 0.2, "steps": 4}, on_progress=seen.append)
+            assert [p.progress for p in seen] == [1, 2, 3, 4]  # all before the call returned
+            assert "4 steps" in r.content[0].text
+            first = threading.Event()
+            f = s.submit_call_tool(
+                "long_running", {"duration": 30, "steps": 300}, on_progress=lambda p: first.set()
+            )
+            assert first.wait(10)
+            assert f.cancel()
+            assert s.call_tool("add", {"a": 1, "b": 2}).structured_content == {"sum": 3}
+            assert len(server.sessions) == 1
+        assert server.sessions == {}  # close() sent DELETE
+        assert server.requests[-1] == {"method": "DELETE", "token": False, "status": 200}
+        port = server.port
+    assert server.stopped and not _listening(port)
+
+
+def test_oauth_code_pkce_headless_then_stored_token(tmp_path: Path):
+    with DemoHTTPServer(auth=True) as server:
+        assert requests.post(server.url, json={}, timeout=5).status_code == 401
+        store = FileTokenStore(tmp_path / "tokens.json")
+        auth = OAuth(client_name="t", redirect="headless", store=store)
+        with mcpsync.Session.connect(server.url, auth=auth) as s:
+            assert s.call_tool("echo", {"message": "authorized"}).content[0].text == "authorized"
+        stats = server.auth_server.stats()
+        assert stats["registrations"] == 1 and stats["authorizations"] == 1
+        assert stats["tokens"] == {"authorization_code": 1}
+
+        def must_not_ask(url: str) -> str:
+            raise AssertionError("asked to authorize again")
+
+        again = OAuth(client_name="t", redirect=must_not_ask, store=store)
+        with mcpsync.Session.connect(server.url, auth=again) as s:
+            assert s.call_tool("echo", {"message": "again"}).content[0].text == "again"
+        assert server.auth_server.stats()["tokens"] == {"authorization_code": 1}
+
+
+def test_client_credentials_and_wrong_secret():
+    with DemoHTTPServer(auth=True, clients={"svc": "s3cret"}) as server:
+        with mcpsync.Session.connect(
+            server.url, auth=OAuth.client_credentials("svc", "s3cret")
+        ) as s:
+            assert s.call_tool("echo", {"message": "m2m"}).content[0].text == "m2m"
+        assert server.auth_server.stats()["tokens"] == {"client_credentials": 1}
+        with pytest.raises(mcpsync.MCPSyncError):
+            mcpsync.Session.connect(
+                server.url, auth=OAuth.client_credentials("svc", "wrong"), connect_timeout=15
+            )
+
+
+def test_authorization_server_enforces_pkce_redirects_and_single_use_codes():
+    with DemoHTTPServer(auth=True) as server:
+        base = server.origin
+        reg = requests.post(
+            f"{base}/register",
+            json={"redirect_uris": ["http://127.0.0.1:1/cb"], "token_endpoint_auth_method": "none"},
+            timeout=5,
+        ).json()
+        verifier = "v" * 50
+        challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest())
+        query = {
+            "response_type": "code",
+            "client_id": reg["client_id"],
+            "redirect_uri": "http://127.0.0.1:1/cb",
+            "code_challenge": challenge.rstrip(b"=").decode(),
+            "code_challenge_method": "S256",
+            "state": "xyz",
+        }
+        bad = requests.get(
+            f"{base}/authorize?" + urlencode({**query, "redirect_uri": "http://evil/cb"}),
+            allow_redirects=False,
+            timeout=5,
+        )
+        assert bad.status_code == 400  # never redirected to an unregistered URI
+        r = requests.get(f"{base}/authorize?" + urlencode(query), allow_redirects=False, timeout=5)
+        assert r.status_code == 302
+        got = parse_qs(urlsplit(r.headers["Location"]).query)
+        assert got["state"] == ["xyz"] and got["iss"] == [base]
+        form = {
+            "grant_type": "authorization_code",
+            "code": got["code"][0],
+            "redirect_uri": "http://127.0.0.1:1/cb",
+            "client_id": reg["client_id"],
+            "code_verifier": "w" * 50,
+        }
+        assert (
+            requests.post(f"{base}/token", data=form, timeout=5).json()["error"] == "invalid_grant"
+        )
+        # the failed attempt used the code up: the right verifier is too late now
+        form["code_verifier"] = verifier
+        assert requests.post(f"{base}/token", data=form, timeout=5).status_code == 400
+
+
+def test_detach_prints_the_pid_and_kill_stops_it():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    p = subprocess.run(
+        [sys.executable, "-m", "mcpsync.demo_http", "--port", str(port), "--detach"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert p.returncode == 0, p.stderr
+    pid = int(p.stdout.strip())
+    try:
+        assert _listening(port)
+        with mcpsync.Session.connect(f"http://127.0.0.1:{port}/mcp") as s:
+            assert s.call_tool("echo", {"message": "detached"}).content[0].text == "detached"
+    finally:
+        os.kill(pid, signal.SIGTERM)
+    proc = psutil.Process(pid) if psutil.pid_exists(pid) else None
+    if proc is not None:
+        try:
+            proc.wait(10)
+        except psutil.TimeoutExpired:
+            assert proc.status() == psutil.STATUS_ZOMBIE
+    assert not _listening(port)
