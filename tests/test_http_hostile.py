@@ -15,11 +15,14 @@ import time
 from typing import Any
 
 import pytest
+import requests
 from test_http_transport import Req, ScriptedServer, sse_server
 from test_legacy_sse_transport import LegacyServer
 
 import mcpsync
-from mcpsync.errors import HTTPStatusError, ProtocolError
+from mcpsync.auth import OAuth
+from mcpsync.auth.discovery import discover_protected_resource
+from mcpsync.errors import AuthError, HTTPStatusError, ProtocolError
 from mcpsync.transports.streamable_http import StreamableHTTPTransport
 
 DEEP = b"[" * 100_000
@@ -145,3 +148,55 @@ def test_reply_over_a_lowered_size_limit_fails_its_call_at_once(no_leaks, shape)
                 s.call_tool("t", {"big": True})
             assert time.monotonic() - started < 5, "the call waited for its timeout"
             assert s.call_tool("t", {}).content[0].text == "small"
+
+
+# -- OAuth metadata redirects --------------------------------------------------------------------
+
+
+def test_oauth_metadata_redirect_to_another_origin_is_refused(no_leaks):
+    """A guarded server whose metadata URL redirects to a third party: the flow stops with an
+    AuthError naming both origins, and the third party sees no request at all."""
+    with ScriptedServer(lambda req: req.send_json({"resource": "x"})) as other:
+        third_party = f"http://127.0.0.1:{other.port}"
+
+        def guarded(req: Req) -> None:
+            if req.method == "POST":
+                prm = f"http://127.0.0.1:{server.port}/.well-known/oauth-protected-resource/mcp"
+                req.send(401, b"", {"WWW-Authenticate": f'Bearer resource_metadata="{prm}"'})
+            elif req.path.startswith("/.well-known/"):
+                req.send(302, b"", {"Location": f"{third_party}/prm"})
+            else:
+                req.send(404)
+
+        with ScriptedServer(guarded) as server:
+            here = f"http://127.0.0.1:{server.port}"
+
+            def never(url: str) -> str:
+                raise AssertionError("no authorization may start")
+
+            with pytest.raises(AuthError) as info:
+                mcpsync.Session.connect(
+                    server.url, auth=OAuth(redirect=never), era="legacy", timeout=10
+                )
+            assert third_party in str(info.value) and here in str(info.value)
+            assert "another origin" in str(info.value)
+        assert other.requests == []
+
+
+def test_oauth_metadata_same_origin_redirect_is_followed(no_leaks):
+    def handle(req: Req) -> None:
+        if req.path == "/.well-known/oauth-protected-resource/mcp":
+            req.send(307, b"", {"Location": "/meta/prm.json"})
+        elif req.path == "/meta/prm.json":
+            assert "authorization" not in req.headers
+            req.send_json({"resource": server.url, "authorization_servers": [server.url]})
+        else:
+            req.send(404)
+
+    with ScriptedServer(handle) as server, requests.Session() as http:
+        found = discover_protected_resource(http, server.url, None, timeout=10)
+        assert found is not None and found.authorization_servers == [server.url]
+        assert [r.path for r in server.requests][:2] == [
+            "/.well-known/oauth-protected-resource/mcp",
+            "/meta/prm.json",
+        ]

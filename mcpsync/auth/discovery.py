@@ -14,6 +14,12 @@ Owns:
 PKCE support (``S256`` in ``code_challenge_methods_supported``) is checked by the flow, which
 knows whether it needs it (client_credentials does not).
 
+Metadata fetches follow redirects on the same origin only (at most 5): a redirect to another
+origin is refused with an ``AuthError`` naming both origins, before anything is sent there,
+so a server cannot point the client's discovery at a third party. No credentials are ever
+sent with these GETs. A document is read up to 1 MiB; anything that is not a JSON object
+(garbage, too deep, too large) counts as no document.
+
 >>> well_known_as_urls("https://auth.example.com/tenant1")[0]
 'https://auth.example.com/.well-known/oauth-authorization-server/tenant1'
 """
@@ -26,8 +32,9 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 
 import requests
 
-from ..errors import AuthError
-from ._util import get_json, log, origin, short
+from ..errors import AuthError, ProtocolError
+from ..jsonrpc import parse_json
+from ._util import log, origin, short
 from .www_authenticate import Challenge
 
 __all__ = [
@@ -39,7 +46,72 @@ __all__ = [
     "discover_protected_resource",
     "discover_authorization_server",
     "legacy_authorization_server",
+    "fetch_metadata",
 ]
+
+_MAX_REDIRECTS = 5
+_MAX_DOCUMENT = 1024 * 1024
+_REDIRECTS = (301, 302, 303, 307, 308)
+
+
+def _origin_text(url: str) -> str:
+    scheme, host, port = origin(url)
+    return f"{scheme}://{host}:{port}" if port is not None else f"{scheme}://{host}"
+
+
+def fetch_metadata(
+    http: requests.Session, url: str, *, timeout: float, what: str
+) -> tuple[int, Any]:
+    """GET a metadata document: (status, parsed JSON or None). Redirects are followed on the
+    same origin only; one to another origin raises ``AuthError`` naming both origins (nothing
+    is sent there). Network failures raise ``AuthError``; a 200 reply that is not JSON (or
+    over 1 MiB, or nested too deeply) gives (200, None)."""
+    current = url
+    for _ in range(_MAX_REDIRECTS + 1):
+        try:
+            reply = http.get(
+                current,
+                timeout=timeout,
+                headers={"Accept": "application/json"},
+                allow_redirects=False,
+                stream=True,
+            )
+        except requests.RequestException as exc:
+            raise AuthError(
+                f"could not fetch {what} from {short(current)}: {type(exc).__name__}"
+            ) from None
+        try:
+            status = reply.status_code
+            location = reply.headers.get("location")
+            if status in _REDIRECTS and location:
+                target = urljoin(current, location)
+                if origin(target) != origin(current):
+                    raise AuthError(
+                        f"{what} at {short(current)} redirects to another origin "
+                        f"({_origin_text(target)}, from {_origin_text(current)}); not followed"
+                    )
+                current = target
+                continue
+            if status != 200:
+                return status, None
+            body = bytearray()
+            try:
+                for piece in reply.iter_content(64 * 1024):
+                    body += piece
+                    if len(body) > _MAX_DOCUMENT:
+                        log.warning("%s at %s is over 1 MiB; ignored", what, short(current))
+                        return 200, None
+            except requests.RequestException as exc:
+                raise AuthError(
+                    f"could not read {what} from {short(current)}: {type(exc).__name__}"
+                ) from None
+            try:
+                return 200, parse_json(bytes(body), what)
+            except ProtocolError:
+                return 200, None
+        finally:
+            reply.close()
+    raise AuthError(f"{what} at {short(url)}: more than {_MAX_REDIRECTS} redirects")
 
 
 @dataclass
@@ -184,7 +256,7 @@ def discover_protected_resource(
         if u not in candidates:
             candidates.append(u)
     for url in candidates:
-        status, doc = get_json(http, url, timeout=timeout, what="protected resource metadata")
+        status, doc = fetch_metadata(http, url, timeout=timeout, what="protected resource metadata")
         log.debug("PRM %s -> %s", short(url), status)
         if status != 200 or not isinstance(doc, dict):
             continue
@@ -225,7 +297,9 @@ def discover_authorization_server(
     be used (RFC 8414 section 3.3) and is a sign of a mix-up attempt.
     """
     for url in well_known_as_urls(issuer):
-        status, doc = get_json(http, url, timeout=timeout, what="authorization server metadata")
+        status, doc = fetch_metadata(
+            http, url, timeout=timeout, what="authorization server metadata"
+        )
         log.debug("AS metadata %s -> %s", short(url), status)
         if status != 200 or not isinstance(doc, dict):
             continue
