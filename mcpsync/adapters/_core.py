@@ -260,7 +260,8 @@ def provider_names(entries: Iterable[Entry], rule: NameRule) -> dict[str, Entry]
 
 def inline_refs(schema: Any, *, max_depth: int = 8) -> Any:
     """``schema`` with local ``$ref``s (``#/$defs/...``, ``#/definitions/...``) replaced by
-    their targets; a recursive reference deeper than ``max_depth`` becomes ``{}`` (any)."""
+    their targets; a recursive reference (or one deeper than ``max_depth``) keeps only its
+    target's ``type`` and ``description``."""
     if not isinstance(schema, Mapping):
         return schema
     root = schema
@@ -286,9 +287,15 @@ def inline_refs(schema: Any, *, max_depth: int = 8) -> Any:
             found = target(ref)
             rest = {k: v for k, v in node.items() if k != "$ref"}
             if found is None or ref in seen or depth >= max_depth:
-                resolved: dict[str, Any] = {}
-                if found is not None and isinstance(found, Mapping) and found.get("description"):
-                    resolved["description"] = found["description"]
+                resolved: dict[str, Any] = {}  # cut: the target's type and description only
+                if isinstance(found, Mapping):
+                    resolved.update(
+                        {
+                            k: found[k]
+                            for k in ("type", "description")
+                            if isinstance(found.get(k), str)
+                        }
+                    )
             else:
                 resolved = dict(walk(found, depth + 1, (*seen, ref)))
             resolved.update(walk(rest, depth, seen))
@@ -483,11 +490,14 @@ class Call:
     raw: Any = field(default=None, repr=False)
 
 
-def parse_arguments(raw: Any) -> tuple[dict[str, Any] | None, str | None]:
-    """Arguments from a JSON string or a mapping; (None, problem) when unusable."""
-    if raw is None or raw == "":
+def parse_arguments(
+    raw: Any, *, json_text: bool = True
+) -> tuple[dict[str, Any] | None, str | None]:
+    """Arguments from a JSON string (``json_text``: OpenAI's form) or a mapping;
+    (None, problem) when unusable."""
+    if raw is None or (json_text and raw == ""):
         return {}, None
-    if isinstance(raw, str | bytes):
+    if json_text and isinstance(raw, str | bytes):
         try:
             value = json.loads(raw)
         except ValueError as exc:

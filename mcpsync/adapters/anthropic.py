@@ -57,7 +57,7 @@ def parse_call(call: Any) -> Call | None:
     data = as_dict(call)
     if not isinstance(data, Mapping) or data.get("type") != "tool_use":
         return None
-    args, problem = parse_arguments(data.get("input"))
+    args, problem = parse_arguments(data.get("input"), json_text=False)
     return Call("anthropic", data.get("id"), data.get("name") or "", args, problem, call)
 
 

@@ -3,7 +3,7 @@
 Owns: ``FunctionDeclaration`` shaped dicts whose ``parameters`` use the OpenAPI subset
 Gemini accepts, and, for dispatch, ``function_response`` parts.
 
-The schema conversion: ``$ref`` inlined (a recursive one becomes an untyped value),
+The schema conversion: ``$ref`` inlined (a recursive one, once, then as its bare type),
 ``allOf`` of objects merged, ``oneOf`` read as ``anyOf``, a ``type`` list or an ``anyOf``
 with ``null`` turned into ``nullable: true`` (several other types stay an ``anyOf``),
 ``const`` into a one-value ``enum``, ``enum`` kept only for strings (other values are
@@ -194,7 +194,7 @@ def parse_call(call: Any) -> Call | None:
         return None
     if {"type", "function", "input", "call_id"} & set(data):
         return None  # another provider's call
-    args, problem = parse_arguments(data.get("args"))
+    args, problem = parse_arguments(data.get("args"), json_text=False)
     return Call("gemini", data.get("id"), data["name"], args, problem, call)
 
 
