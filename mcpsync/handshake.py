@@ -20,6 +20,8 @@ __all__ = [
     "LATEST_HANDSHAKE_VERSION",
     "Handshake",
     "initialize",
+    "initialize_params",
+    "accept_initialize",
 ]
 
 #: Versions reachable with the initialize handshake, newest first.
@@ -64,14 +66,29 @@ def initialize(
     the transport). Sends ``notifications/initialized`` and tells the transport the
     agreed version.
     """
+    started = time.perf_counter()
+    params = initialize_params(client_info, capabilities, protocol_version)
+    result = conn.wait(conn.request("initialize", params, timeout=timeout))
+    return accept_initialize(conn, result, started)
+
+
+def initialize_params(
+    client_info: dict[str, Any], capabilities: dict[str, Any], protocol_version: str | None
+) -> dict[str, Any]:
+    """The params of an ``initialize`` request (``HandshakeError`` for a version without one)."""
     offer = protocol_version or LATEST_HANDSHAKE_VERSION
     if offer not in HANDSHAKE_VERSIONS:
         raise HandshakeError(
             f"protocol version {offer!r} has no initialize handshake; use one of {HANDSHAKE_VERSIONS}"
         )
-    started = time.perf_counter()
-    params = {"protocolVersion": offer, "capabilities": capabilities, "clientInfo": client_info}
-    result = conn.wait(conn.request("initialize", params, timeout=timeout))
+    return {"protocolVersion": offer, "capabilities": capabilities, "clientInfo": client_info}
+
+
+def accept_initialize(conn: Connection, result: Any, started: float) -> Handshake:
+    """Check an ``initialize`` result, send ``notifications/initialized``, and say what was agreed.
+
+    ``started``: the ``time.perf_counter()`` value when ``initialize`` was sent.
+    """
     if not isinstance(result, dict):
         raise ProtocolError(f"initialize result is not an object: {result!r}")
     version = result.get("protocolVersion")

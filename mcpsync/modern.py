@@ -45,8 +45,9 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future, InvalidStateError
+from concurrent.futures import FIRST_COMPLETED, Future, InvalidStateError
 from concurrent.futures import TimeoutError as FutureTimeout
+from concurrent.futures import wait as futures_wait
 from typing import TYPE_CHECKING, Any
 
 from . import jsonrpc
@@ -64,7 +65,14 @@ from .errors import (
     TransportError,
     VersionMismatch,
 )
-from .handshake import HANDSHAKE_VERSIONS, MODERN_VERSIONS, Handshake, initialize
+from .handshake import (
+    HANDSHAKE_VERSIONS,
+    MODERN_VERSIONS,
+    Handshake,
+    accept_initialize,
+    initialize,
+    initialize_params,
+)
 
 if TYPE_CHECKING:
     from .session import Session
@@ -580,6 +588,77 @@ class _Legacy(Exception):
     """Internal: the probe says 'legacy' (with the reason)."""
 
 
+class _Budget:
+    """What is left of the bring-up bound (``connect_timeout``): one deadline for the probe,
+    ``initialize`` and any retry. Time spent in an interactive authorization (``paused()``:
+    the auth object's ``flow_seconds``) does not count."""
+
+    def __init__(
+        self,
+        timeout: float | None,
+        deadline: float | None = None,
+        paused: Callable[[], float] | None = None,
+    ) -> None:
+        if deadline is None and timeout is not None:
+            deadline = time.monotonic() + timeout
+        self.total = timeout
+        self._deadline = deadline
+        self._paused = paused
+        self._paused_at_start = paused() if paused is not None else 0.0
+
+    def deadline(self) -> float:
+        """The absolute ``time.monotonic()`` deadline (inf: no bound)."""
+        if self._deadline is None:
+            return float("inf")
+        if self._paused is None:
+            return self._deadline
+        return self._deadline + max(self._paused() - self._paused_at_start, 0.0)
+
+    def remaining(self) -> float | None:
+        """Seconds left (at least a millisecond, so a request still goes out), None: no bound."""
+        if self._deadline is None:
+            return None
+        return max(self.deadline() - time.monotonic(), 0.001)
+
+    def expired(self) -> bool:
+        return time.monotonic() >= self.deadline()
+
+    def __str__(self) -> str:
+        return f"connect_timeout={self.total:g} s" if self.total is not None else "no bound"
+
+
+def _no_answer(conn: Connection, budget: _Budget, sent: str) -> RequestTimeout:
+    return RequestTimeout(f"server {conn.name!r} did not answer {sent} within {budget}")
+
+
+class _AnyDone:
+    """``done()`` once any of ``futures`` is: a wait target for the transport's read loop."""
+
+    __slots__ = ("futures",)
+
+    def __init__(self, futures: Sequence[Future[Any]]) -> None:
+        self.futures = futures
+
+    def done(self) -> bool:
+        return any(f.done() for f in self.futures)
+
+
+def _wait_any(conn: Connection, futures: Sequence[Future[Any]], deadline: float) -> bool:
+    """Wait (bounded by ``deadline``) until one of ``futures`` is done; True if one is."""
+    target = _AnyDone(futures)
+    pump = conn._pump  # stdio: read the pipe in this thread
+    while not target.done():
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return False
+        step = min(remaining, 1.0)
+        if pump is not None and not conn.closed:
+            pump(target, time.monotonic() + step)
+        else:
+            futures_wait(futures, timeout=step, return_when=FIRST_COMPLETED)
+    return True
+
+
 def negotiate(
     conn: Connection,
     *,
@@ -588,6 +667,8 @@ def negotiate(
     protocol_version: str | None = None,
     era: str = "auto",
     timeout: float | None = 30.0,
+    deadline: float | None = None,
+    paused: Callable[[], float] | None = None,
     server_key: str | None = None,
     credential_key: str | None = None,
     probe_timeout: float | None = None,
@@ -599,12 +680,20 @@ def negotiate(
     ``server/discover`` and falls back to ``initialize`` on anything that is not
     positive evidence of a modern server (see the module docstring). A legacy result
     carries the time spent probing in ``probe_seconds``.
+
+    ``timeout`` bounds the whole negotiation (probe, ``initialize``, the retries);
+    ``deadline`` (a ``time.monotonic()`` value) is that bound given absolutely, when
+    bring-up started earlier; ``paused()`` returns the seconds spent in an interactive
+    authorization so far, which do not count. On stdio, ``initialize`` goes out beside a
+    probe still unanswered after ``probe_timeout`` (default ``DEFAULT_PROBE_TIMEOUT``, at
+    most half the bound): a slow starter gets both at once and answers in order; a
+    server that ignores the probe gets ``initialize`` anyway.
     """
     spent: list[float] = []
     handshake = _negotiate(
         conn, capabilities=capabilities, client_info=client_info, protocol_version=protocol_version,
-        era=era, timeout=timeout, server_key=server_key, credential_key=credential_key,
-        probe_timeout=probe_timeout, spent=spent,
+        era=era, budget=_Budget(timeout, deadline, paused), server_key=server_key,
+        credential_key=credential_key, probe_timeout=probe_timeout, spent=spent,
     )  # fmt: skip
     if handshake.era == "legacy" and spent:
         handshake.probe_seconds = sum(spent)
@@ -616,12 +705,12 @@ def _negotiate(
     *,
     capabilities: Mapping[str, Any],
     client_info: Mapping[str, Any],
-    protocol_version: str | None = None,
-    era: str = "auto",
-    timeout: float | None = 30.0,
-    server_key: str | None = None,
-    credential_key: str | None = None,
-    probe_timeout: float | None = None,
+    protocol_version: str | None,
+    era: str,
+    budget: _Budget,
+    server_key: str | None,
+    credential_key: str | None,
+    probe_timeout: float | None,
     spent: list[float],
 ) -> Handshake:
     started = time.perf_counter()
@@ -631,17 +720,11 @@ def _negotiate(
         if era == "modern":
             raise ConfigError("the legacy HTTP+SSE transport cannot carry the 2026-07-28 protocol")
         return _legacy(
-            conn,
-            capabilities,
-            client_info,
-            pinned,
-            timeout,
-            "legacy HTTP+SSE transport",
-            server_key,
+            conn, capabilities, client_info, pinned, budget, "legacy HTTP+SSE transport", server_key
         )
     if era == "legacy":
         why = f"protocol version {pinned} pinned" if pinned else "era='legacy' requested"
-        return _legacy(conn, capabilities, client_info, pinned, timeout, why, None)  # no evidence
+        return _legacy(conn, capabilities, client_info, pinned, budget, why, None)  # no evidence
 
     forced = era == "modern"
     if not forced and remembered_era(server_key) == "legacy":
@@ -652,7 +735,7 @@ def _negotiate(
                 capabilities,
                 client_info,
                 None,
-                timeout,
+                budget,
                 "remembered verdict for this server: legacy" + (f" ({why})" if why else ""),
                 server_key,
                 why,
@@ -676,16 +759,25 @@ def _negotiate(
                 server_key,
             )
 
-    if forced:
-        probe_wait = timeout
-    else:
-        bound = DEFAULT_PROBE_TIMEOUT if probe_timeout is None else probe_timeout
-        probe_wait = timeout if kind not in ("stdio", "memory") else min(bound, timeout or bound)
+    # stdio (and the in-memory pair): initialize may go out beside an unanswered probe
+    side_by_side = not forced and kind in ("stdio", "memory")
+    bound = DEFAULT_PROBE_TIMEOUT if probe_timeout is None else probe_timeout
     version = pinned or MODERN_VERSIONS[0]
     notes: list[str] = []
+    sent_box: list[_SentInitialize] = []  # the initialize sent beside the probe, if any
+    sent: _SentInitialize | None = None
     for attempt in range(2):
         try:
-            result = _probe(conn, version, capabilities, client_info, probe_wait, forced, spent)
+            if side_by_side:
+                side_by_side = False  # once: a retry knows the server answers
+                try:
+                    result = _probe_beside_initialize(
+                        conn, version, capabilities, client_info, budget, bound, spent, sent_box
+                    )
+                finally:
+                    sent = sent_box[0] if sent_box else None
+            else:
+                result = _probe(conn, version, capabilities, client_info, budget, spent)
         except _Legacy as legacy:
             reason = str(legacy)
             if forced:
@@ -693,7 +785,9 @@ def _negotiate(
                     f"era='modern' requested, but the server does not speak 2026-07-28: {reason}"
                 ) from None
             try:
-                return _legacy(conn, capabilities, client_info, None, timeout, reason, server_key)
+                return _legacy(
+                    conn, capabilities, client_info, None, budget, reason, server_key, sent=sent
+                )
             except TransportError as exc:  # the probe broke the server (old SDKs crash on it)
                 raise _restart_as_legacy(exc, kind, server_key, reason) from None
             except ServerError as exc:  # a slow modern server locked in by a late probe
@@ -706,8 +800,10 @@ def _negotiate(
                 if mutual is None or attempt:
                     raise
                 notes.append(f"initialize answered -32022 after: {reason}")
+                if sent is not None and sent.probe is not None:
+                    _forget_probe(conn, sent.probe)
+                sent = None
                 version = mutual
-                probe_wait = timeout
                 continue
         except TransportError as exc:
             if kind != "stdio" or forced or isinstance(exc, HTTPStatusError):
@@ -729,8 +825,9 @@ def _negotiate(
             if forced:
                 raise VersionMismatch(MODERN_VERSIONS, ", ".join(legacy_only.supported)) from None
             return _legacy(
-                conn, capabilities, client_info, None, timeout,
+                conn, capabilities, client_info, None, budget,
                 f"server/discover: the server supports only {', '.join(legacy_only.supported)}", server_key,
+                sent=sent,
             )  # fmt: skip
         supported = result.get("supportedVersions")
         offered: list[Any] = supported if isinstance(supported, list) else []
@@ -744,7 +841,9 @@ def _negotiate(
                 raise VersionMismatch(
                     (*MODERN_VERSIONS, *HANDSHAKE_VERSIONS), ", ".join(map(str, offered))
                 )
-            return _legacy(conn, capabilities, client_info, None, timeout, why, server_key)
+            return _legacy(
+                conn, capabilities, client_info, None, budget, why, server_key, sent=sent
+            )
         HINT_CACHE.put(server_key, credential_key, "server/discover", None, result)
         how = (
             "era='modern' requested"
@@ -752,6 +851,7 @@ def _negotiate(
             else (f"protocol version {pinned} pinned" if pinned else "server/discover answered")
         )
         reason = "; ".join([*notes, f"{how}: server supports {', '.join(map(str, offered))}"])
+        # An initialize sent beside the probe stays pending: its answer arrives unnoticed.
         return _modern(conn, result, chosen, capabilities, client_info, started, reason, server_key)
     raise AssertionError("unreachable")  # pragma: no cover
 
@@ -765,6 +865,18 @@ class _Retry(Exception):
 class _LegacyVersions(Exception):
     def __init__(self, supported: list[str]) -> None:
         self.supported = supported
+
+
+class _SentInitialize:
+    """An ``initialize`` sent beside an unanswered probe (``probe``: that probe, or None
+    once it was answered)."""
+
+    __slots__ = ("future", "started", "probe")
+
+    def __init__(self, future: Future[Any], started: float, probe: Future[Any] | None) -> None:
+        self.future = future
+        self.started = started
+        self.probe = probe
 
 
 def _restart_as_legacy(
@@ -803,38 +915,92 @@ def _judge_error(code: int, data: Any, message: str, where: str) -> None:
     raise _Legacy(f"{where} answered error {code} ({message}): legacy server")
 
 
-def _probe(
+def _send_probe(
     conn: Connection,
     version: str,
     capabilities: Mapping[str, Any],
     client_info: Mapping[str, Any],
-    wait: float | None,
-    forced: bool,
-    spent: list[float],
-) -> dict[str, Any]:
-    started = time.perf_counter()
-    try:
-        return _probe_once(conn, version, capabilities, client_info, wait)
-    finally:
-        spent.append(time.perf_counter() - started)
-
-
-def _probe_once(
-    conn: Connection,
-    version: str,
-    capabilities: Mapping[str, Any],
-    client_info: Mapping[str, Any],
-    wait: float | None,
-) -> dict[str, Any]:
+    timeout: float | None,
+) -> Future[Any]:
     envelope = Envelope(version, modern_capabilities(capabilities), client_info)
     params = {"_meta": envelope("server/discover")}
     extra: dict[str, Any] = {}
     if _takes_headers(conn):  # HTTP, not yet in modern mode: say it per request
         extra["headers"] = standard_headers({"method": "server/discover", "params": params})
+    return conn.request("server/discover", params, timeout=timeout, **extra)
+
+
+def _probe(
+    conn: Connection,
+    version: str,
+    capabilities: Mapping[str, Any],
+    client_info: Mapping[str, Any],
+    budget: _Budget,
+    spent: list[float],
+) -> dict[str, Any]:
+    """``server/discover`` waited for until the deadline, judged."""
+    started = time.perf_counter()
     try:
-        result = conn.wait(conn.request("server/discover", params, timeout=wait, **extra))
-    except RequestTimeout:
-        raise _Legacy(f"no answer to server/discover within {wait:g} s: legacy server") from None
+        future = _send_probe(conn, version, capabilities, client_info, budget.remaining())
+        try:
+            conn.wait(future)
+        except RequestTimeout:
+            raise _no_answer(conn, budget, "server/discover") from None
+        except MCPSyncError:
+            pass  # judged below
+        return _judge_probe(future)
+    finally:
+        spent.append(time.perf_counter() - started)
+
+
+def _probe_beside_initialize(
+    conn: Connection,
+    version: str,
+    capabilities: Mapping[str, Any],
+    client_info: Mapping[str, Any],
+    budget: _Budget,
+    bound: float,
+    spent: list[float],
+    sent_box: list[_SentInitialize],
+) -> dict[str, Any]:
+    """The stdio probe: ``server/discover``, and ``initialize`` beside it if unanswered.
+
+    The probe has no timer of its own (a late answer finds its call, and is dropped
+    without a word); it is waited for ``bound`` seconds (at most half the budget). Then
+    ``initialize`` goes out too: a server still starting (a first ``npx``/``uvx``
+    download) reads both in order and answers both, so it pays no extra wait; a legacy
+    server that ignores requests before ``initialize`` answers that one. Returns the
+    judged probe result, or raises (``_Legacy`` when ``initialize`` was answered first);
+    the ``initialize`` sent, if any, is put in ``sent_box``.
+    """
+    started = time.perf_counter()
+    probe = _send_probe(conn, version, capabilities, client_info, None)
+    remaining = budget.remaining()
+    patience = bound if remaining is None else min(bound, remaining / 2)
+    try:
+        if _wait_any(conn, (probe,), min(time.monotonic() + patience, budget.deadline())):
+            return _judge_probe(probe)
+        params = initialize_params(dict(client_info), dict(capabilities), None)
+        sent_at = time.perf_counter()
+        init = conn.request("initialize", params, timeout=None)  # bounded below, not by a timer
+    finally:
+        spent.append(time.perf_counter() - started)
+    sent = _SentInitialize(init, sent_at, probe)
+    sent_box.append(sent)
+    if not _wait_any(conn, (probe, init), budget.deadline()):
+        raise _no_answer(conn, budget, "server/discover or initialize")
+    if init.done() and not probe.done():
+        raise _Legacy(
+            f"no answer to server/discover within {patience:.3g} s, but to initialize: legacy server"
+        )
+    sent.probe = None  # answered: nothing to forget
+    return _judge_probe(probe)
+
+
+def _judge_probe(future: Future[Any]) -> dict[str, Any]:
+    """The verdict on an answered probe: its DiscoverResult, or the exception that says why not."""
+    try:
+        result = future.result(timeout=0)
     except ServerError as exc:
         _judge_error(exc.code, exc.data, exc.message, "server/discover")
         raise  # pragma: no cover - _judge_error always raises
@@ -856,23 +1022,50 @@ def _probe_once(
     return result
 
 
+def _forget_probe(conn: Connection, probe: Future[Any]) -> None:
+    """Tell the server an unanswered probe is no longer wanted. Its call stays in the
+    pending table (no timer), so an answer that still comes is dropped without a word."""
+    call = getattr(probe, "_mcpsync_call", None)
+    if call is None or probe.done():
+        return
+    try:
+        conn.notify(
+            "notifications/cancelled",
+            {"requestId": call.id, "reason": "initialize answered first"},
+        )
+    except MCPSyncError:
+        pass
+
+
 def _legacy(
     conn: Connection,
     capabilities: Mapping[str, Any],
     client_info: Mapping[str, Any],
     pinned: str | None,
-    timeout: float | None,
+    budget: _Budget,
     reason: str,
     server_key: str | None,
     why: str = "",
+    *,
+    sent: _SentInitialize | None = None,
 ) -> Handshake:
-    handshake = initialize(
-        conn,
-        client_info=dict(client_info),
-        capabilities=dict(capabilities),
-        protocol_version=pinned,
-        timeout=timeout,
-    )
+    if sent is None:  # initialize now, bounded by what is left of the budget
+        try:
+            handshake = initialize(
+                conn,
+                client_info=dict(client_info),
+                capabilities=dict(capabilities),
+                protocol_version=pinned,
+                timeout=budget.remaining(),
+            )
+        except RequestTimeout:
+            raise _no_answer(conn, budget, "initialize") from None
+    else:  # the initialize that went out beside the probe
+        if not _wait_any(conn, (sent.future,), budget.deadline()):
+            raise _no_answer(conn, budget, "initialize")
+        handshake = accept_initialize(conn, sent.future.result(timeout=0), sent.started)
+        if sent.probe is not None:
+            _forget_probe(conn, sent.probe)
     handshake.era = "legacy"
     handshake.era_reason = reason
     _remember_era(server_key, "legacy", why)

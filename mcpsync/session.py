@@ -35,6 +35,7 @@ from .errors import (
     MCPSyncError,
     ProtocolError,
     ServerError,
+    ServerExited,
 )
 from .handshake import Handshake
 from .modern import ModernFuture, ModernWire, negotiate, resolve_era, server_identity
@@ -272,6 +273,8 @@ class Session:
         ``era``, ``protocol_version`` and ``era_reason`` say what was chosen and why.
         """
         started = time.perf_counter()
+        # one deadline for the whole bring-up: probe, initialize, fallbacks and restarts
+        deadline = time.monotonic() + connect_timeout if connect_timeout is not None else None
         if isinstance(target, Transport):
             name = name or getattr(target, "name", None) or target.kind
             candidates: list[Callable[[], Transport]] = [lambda: target]  # type: ignore[list-item]
@@ -312,7 +315,7 @@ class Session:
             try:
                 conn.start()
                 session.phases["transport"] = time.perf_counter() - t0
-                session._initialize()
+                session._initialize(deadline=deadline)
             except HTTPStatusError as exc:
                 conn.close()
                 last_error = exc
@@ -335,6 +338,7 @@ class Session:
                     candidates.insert(position + 1, make_transport)
                     last_error = exc
                     continue
+                _explain_bringup_failure(exc, chosen)
                 raise
             if session.era == "legacy":
                 conn.reinitialize = session._reinitialize
@@ -343,13 +347,22 @@ class Session:
         assert last_error is not None
         raise last_error
 
-    def _initialize(self, era: str | None = None) -> None:
+    def _initialize(self, era: str | None = None, deadline: float | None = None) -> None:
         args = dict(self._init_args)
         if era is not None:
             args["era"] = era
         auth_obj = self._keep_alive
         auth_before = getattr(auth_obj, "flow_seconds", None)
-        handshake = negotiate(self._conn, capabilities=self._client_capabilities, **args)
+        paused = None
+        if auth_before is not None:  # an interactive authorization does not count against the bound
+            paused = lambda: auth_obj.flow_seconds or 0.0  # noqa: E731
+        handshake = negotiate(
+            self._conn,
+            capabilities=self._client_capabilities,
+            deadline=deadline,
+            paused=paused,
+            **args,
+        )
         self._allowed = set()
         self._handshake = handshake
         self.era = handshake.era  # type: ignore[assignment]
@@ -909,6 +922,21 @@ class Session:
             else self._server_log
         )
         logger.log(level, "%s", params.get("data"))
+
+
+def _explain_bringup_failure(error: BaseException, transport: Transport) -> None:
+    """Add what the server printed to a bring-up error: the stderr tail when the error
+    does not carry it already (``ServerExited`` does)."""
+    if not isinstance(error, MCPSyncError) or isinstance(error, ConfigError):
+        return
+    extra = []
+    if not isinstance(error, ServerExited):
+        tail_of = getattr(transport, "stderr_tail", None)  # stdio only
+        tail = tail_of() if callable(tail_of) else ""
+        if tail:
+            extra.append("--- last stderr lines ---\n" + tail)
+    if extra and error.args and isinstance(error.args[0], str):
+        error.args = ("\n".join([error.args[0], *extra]), *error.args[1:])
 
 
 def _settle(future: Future[Any], error: BaseException | None, value: Any = None) -> None:

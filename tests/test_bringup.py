@@ -1,0 +1,86 @@
+"""Bring-up as a new user meets it, over stdio against tests/servers/bringup_server.py.
+
+``connect_timeout`` bounds the whole bring-up (probe, initialize, restarts); a slow
+starter pays no fixed probe cost and leaves no "unknown request id" behind; a server
+that exits on its own is started once and the error says why; what it printed on
+stdout is quoted; ``reset_timeout_on_progress`` works without ``on_progress``.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+
+import pytest
+from servers.launch import SERVERS_DIR
+
+import mcpsync
+from mcpsync import modern
+from mcpsync.errors import RequestTimeout
+
+pytestmark = pytest.mark.real
+
+
+def argv(*flags: str) -> list[str]:
+    return [sys.executable, str(SERVERS_DIR / "bringup_server.py"), *flags]
+
+
+@pytest.fixture(autouse=True)
+def _fresh_verdicts():
+    modern.forget_era()
+    yield
+    modern.forget_era()
+
+
+def unknown_ids(caplog: pytest.LogCaptureFixture, session: mcpsync.Session | None = None) -> list:
+    found = [r.getMessage() for r in caplog.records if "unknown request id" in r.getMessage()]
+    if session is not None:
+        found += [str(e) for e in session.connection.protocol_errors if "unknown" in str(e)]
+    return found
+
+
+def test_connect_timeout_bounds_the_whole_bring_up(no_leaks):
+    started = time.monotonic()
+    with pytest.raises(RequestTimeout) as info:
+        mcpsync.Session.connect(argv("--silent"), connect_timeout=3)
+    elapsed = time.monotonic() - started
+    assert elapsed <= 3 + 1, f"connect_timeout=3 took {elapsed:.1f} s"
+    assert "connect_timeout=3 s" in str(info.value)
+    assert "server/discover or initialize" in str(info.value)
+
+
+def test_a_slow_starter_pays_no_fixed_probe_cost(no_leaks, caplog):
+    caplog.set_level(logging.WARNING, logger="mcpsync")
+    started = time.monotonic()
+    with mcpsync.Session.connect(argv("--start-delay", "4"), connect_timeout=30) as s:
+        elapsed = time.monotonic() - started
+        assert s.era == "legacy" and "-32601" in s.era_reason
+        assert s.call_tool("echo", {"message": "up"}).content[0].text == "up"
+    assert elapsed < 4 + 2, f"a 4 s starter took {elapsed:.1f} s"
+    assert not unknown_ids(caplog)
+
+
+def test_initialize_goes_out_beside_an_unanswered_probe(no_leaks, caplog, monkeypatch):
+    # The starter outlasts the probe's patience: initialize is sent while the probe is
+    # still unanswered; the server then answers both, in order, without a warning.
+    caplog.set_level(logging.WARNING, logger="mcpsync")
+    monkeypatch.setattr(modern, "DEFAULT_PROBE_TIMEOUT", 1.0)
+    started = time.monotonic()
+    with mcpsync.Session.connect(argv("--start-delay", "4"), connect_timeout=30) as s:
+        elapsed = time.monotonic() - started
+        assert s.era == "legacy"
+        assert s.call_tool("echo", {"message": "x"}).content[0].text == "x"
+        assert not unknown_ids(caplog, s)
+    assert elapsed < 4 + 2, f"a 4 s starter took {elapsed:.1f} s"
+
+
+def test_the_late_answer_to_an_abandoned_probe_is_dropped_quietly(no_leaks, caplog, monkeypatch):
+    caplog.set_level(logging.WARNING, logger="mcpsync")
+    monkeypatch.setattr(modern, "DEFAULT_PROBE_TIMEOUT", 0.5)
+    with mcpsync.Session.connect(argv("--late-probe", "1.5"), connect_timeout=30) as s:
+        # answered only after the late probe answer was written: it has been read by now
+        assert s.call_tool("after_late_probe", timeout=30).content[0].text == "after"
+        assert not unknown_ids(caplog, s)
+        assert s.era == "legacy"
+        assert "no answer to server/discover within 0.5 s, but to initialize" in s.era_reason
