@@ -25,6 +25,8 @@ any other JSON-RPC error, an HTTP 4xx whose   legacy (initialize)
 body is not a modern JSON-RPC error
 no answer within the probe bound (stdio)      legacy (initialize)
 a discover result without a modern version    legacy (initialize)
+a stdio server died, its stderr naming         started again once, remembered as legacy
+``server/discover`` (old SDKs crash on it)
 transport failure (refused, process died)     raised: no verdict
 ============================================  ==========================================
 
@@ -883,8 +885,13 @@ def _restart_as_legacy(
     exc: TransportError, kind: str, server_key: str | None, reason: str
 ) -> TransportError:
     """A stdio server that died of the probe: remember it as legacy and ask the caller to
-    start it again (``restart_legacy``); the new process gets ``initialize`` directly."""
-    if kind == "stdio" and server_key is not None:
+    start it again (``restart_legacy``); the new process gets ``initialize`` directly.
+
+    Only when the server's last words name the probe (``server/discover``), as a server
+    that cannot parse the method says when it dies of it: a server that exits on its own
+    (a missing API key, a bad argument) is not started a second time."""
+    tail = getattr(exc, "stderr_tail", "") or ""
+    if kind == "stdio" and server_key is not None and "server/discover" in tail:
         _remember_era(server_key, "legacy", f"it stopped after the server/discover probe; {reason}")
         exc.restart_legacy = True  # type: ignore[attr-defined]
     return exc

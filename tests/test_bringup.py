@@ -17,7 +17,7 @@ from servers.launch import SERVERS_DIR
 
 import mcpsync
 from mcpsync import modern
-from mcpsync.errors import RequestTimeout
+from mcpsync.errors import RequestTimeout, ServerExited
 
 pytestmark = pytest.mark.real
 
@@ -84,3 +84,14 @@ def test_the_late_answer_to_an_abandoned_probe_is_dropped_quietly(no_leaks, capl
         assert not unknown_ids(caplog, s)
         assert s.era == "legacy"
         assert "no answer to server/discover within 0.5 s, but to initialize" in s.era_reason
+
+
+def test_a_server_that_exits_on_its_own_is_started_once(no_leaks, tmp_path):
+    count = tmp_path / "starts"
+    flags = ("--count", str(count), "--exit-at-start", "2", "--stderr", "fatal: missing API_KEY")
+    with pytest.raises(ServerExited) as info:
+        mcpsync.Session.connect(argv(*flags), connect_timeout=30)
+    assert count.read_text().splitlines() == ["started"]
+    assert info.value.exit_code == 2
+    assert "exit code 2" in str(info.value)
+    assert "fatal: missing API_KEY" in str(info.value)
