@@ -1,0 +1,86 @@
+"""mcpsync.smoke() on a Dask cluster (LocalCluster, worker processes): 100 entries, the same
+results as the local run, nothing left running on the workers; and ``mcpsync smoke --dask``."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import mcpsync
+from test_smoke import entry, tiny, write_config
+
+distributed = pytest.importorskip("distributed")
+
+N_ENTRIES = 100
+
+
+def _worker_leftovers() -> dict[str, list[str]]:
+    """Run on each worker: child processes (not multiprocessing's) and mcpsync threads."""
+    import psutil
+
+    children = [
+        " ".join(p.cmdline())
+        for p in psutil.Process().children(recursive=True)
+        if p.status() != psutil.STATUS_ZOMBIE and "multiprocessing" not in " ".join(p.cmdline())
+    ]
+    threads = [t.name for t in threading.enumerate() if t.name.startswith("mcpsync-")]
+    return {"children": children, "threads": threads}
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with (
+        distributed.LocalCluster(
+            processes=True, n_workers=2, threads_per_worker=2, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        yield cluster, client
+
+
+@pytest.mark.slow
+def test_dask_100_entries_same_as_local_and_nothing_left(tmp_path: Path, cluster):
+    _, client = cluster
+    server = tiny(tmp_path)
+    servers = {f"s{i:03d}": entry(server) for i in range(N_ENTRIES - 2)}
+    servers["exits"] = entry(server, "exit")
+    servers["typo"] = {"command": "node", "args": "x.js"}
+    cfg = write_config(tmp_path / "mcp.json", servers)
+    calls = [("echo", {"message": "hi"}), "fail"]
+
+    t0 = time.monotonic()
+    local = mcpsync.smoke(cfg, calls=calls)
+    local_seconds = time.monotonic() - t0
+    t0 = time.monotonic()
+    remote = mcpsync.smoke(cfg, calls=calls, executor=client.get_executor(pure=False))
+    remote_seconds = time.monotonic() - t0
+
+    assert len(remote.entries) == N_ENTRIES
+    assert remote.to_json(timings=False) == local.to_json(timings=False)
+    by = {e.name: e for e in remote.entries}
+    assert by["s000"].ok and [c.ok for c in by["s000"].calls] == [True, False]
+    assert by["exits"].failure == "spawn" and by["typo"].failure == "config"
+    assert local_seconds < 90 and remote_seconds < 90, (local_seconds, remote_seconds)
+    left = client.run(_worker_leftovers)
+    assert len(left) == 2
+    assert all(v == {"children": [], "threads": []} for v in left.values()), left
+
+
+def test_cli_dask_scheduler_address(tmp_path: Path, cluster):
+    local_cluster, _ = cluster
+    server = tiny(tmp_path)
+    cfg = write_config(tmp_path / "mcp.json", {f"s{i}": entry(server) for i in range(4)})
+    p = subprocess.run(
+        [sys.executable, "-m", "mcpsync", "smoke", str(cfg), "--dask", local_cluster.scheduler_address,
+         "--call", "echo", "--json", "-q"],
+        capture_output=True, text=True, timeout=90,
+    )  # fmt: skip
+    assert p.returncode == 0, p.stdout + p.stderr
+    data = json.loads(p.stdout)
+    assert [s["call"]["ok"] for s in data["servers"]] == [True] * 4
