@@ -314,3 +314,32 @@ def test_import_mcpsync_stays_cheap():
     code = "import sys, mcpsync; print('mcpsync.smoke' in sys.modules, 'jsonschema' in sys.modules); mcpsync.smoke; print('mcpsync.smoke' in sys.modules)"
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert p.stdout.split() == ["False", "False", "True"], p.stderr
+
+
+def test_a_bring_up_that_ignores_its_bound_ends_as_timeout_not_connecting(
+    tmp_path: Path, monkeypatch, no_leaks
+):
+    from mcpsync.session import Session
+
+    release = threading.Event()
+    original = Session.connect.__func__
+
+    def stuck(cls, *args, **kwargs):
+        if kwargs.get("name") == "stuck":
+            release.wait(60)  # a bring-up that never honours connect_timeout
+            raise mcpsync.SessionClosed("released")
+        return original(cls, *args, **kwargs)
+
+    monkeypatch.setattr(Session, "connect", classmethod(stuck))
+    server = tiny(tmp_path)
+    cfg = write_config(tmp_path / "mcp.json", {"ok": entry(server), "stuck": entry(server)})
+    t0 = time.monotonic()
+    try:
+        report = mcpsync.smoke(cfg, connect_timeout=1)
+    finally:
+        release.set()
+    assert time.monotonic() - t0 < 30
+    assert report["ok"].ok
+    stuck_entry = report["stuck"]
+    assert stuck_entry.state == "failed" and stuck_entry.failure == "timeout"
+    assert "still connecting" in stuck_entry.error
