@@ -925,11 +925,16 @@ class Session:
 
 
 def _explain_bringup_failure(error: BaseException, transport: Transport) -> None:
-    """Add what the server printed to a bring-up error: the stderr tail when the error
-    does not carry it already (``ServerExited`` does)."""
+    """Add what the server printed to a bring-up error: lines it wrote to stdout that were
+    not JSON-RPC (a banner such as "Starting weather server on port 8000..." says why
+    nothing else came), and the stderr tail when the error does not carry it already
+    (``ServerExited`` does)."""
     if not isinstance(error, MCPSyncError) or isinstance(error, ConfigError):
         return
     extra = []
+    noise = transport.stdout_noise()
+    if noise:
+        extra.append("--- the server wrote to stdout (not JSON-RPC) ---\n" + "\n".join(noise))
     if not isinstance(error, ServerExited):
         tail_of = getattr(transport, "stderr_tail", None)  # stdio only
         tail = tail_of() if callable(tail_of) else ""

@@ -95,3 +95,21 @@ def test_a_server_that_exits_on_its_own_is_started_once(no_leaks, tmp_path):
     assert info.value.exit_code == 2
     assert "exit code 2" in str(info.value)
     assert "fatal: missing API_KEY" in str(info.value)
+
+
+BANNER = "Starting weather server on port 8000..."
+
+
+def test_what_the_server_printed_on_stdout_is_quoted_in_the_error(no_leaks):
+    with pytest.raises(RequestTimeout) as info:
+        mcpsync.Session.connect(argv("--banner", BANNER, "--silent"), connect_timeout=2)
+    assert BANNER in str(info.value)
+    assert "not JSON-RPC" in str(info.value)
+
+
+def test_a_banner_before_an_exit_is_quoted_with_the_exit_code(no_leaks):
+    flags = ("--banner", BANNER, "--exit-at-start", "3", "--stderr", "port 8000 in use")
+    with pytest.raises(ServerExited) as info:
+        mcpsync.Session.connect(argv(*flags), connect_timeout=30)
+    text = str(info.value)
+    assert BANNER in text and "port 8000 in use" in text and "exit code 3" in text
