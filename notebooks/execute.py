@@ -22,7 +22,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["NOTEBOOKS_DIR", "KERNEL_NAME", "notebooks", "kernel_manager", "execute", "problems"]
+__all__ = [
+    "NOTEBOOKS_DIR",
+    "KERNEL_NAME",
+    "notebooks",
+    "kernel_manager",
+    "execute",
+    "run_notebook",
+    "problems",
+]
 
 NOTEBOOKS_DIR = Path(__file__).resolve().parent
 KERNEL_NAME = "mcpsync-venv"
@@ -66,18 +74,43 @@ def execute(
     timeout: float = 60.0,
     startup_timeout: float = 60.0,
     after_cell: Callable[[int | None, int], None] | None = None,
+    env: dict[str, str] | None = None,
 ) -> Any:
     """Execute the notebook at ``path`` from a clean kernel; return the executed notebook.
 
     Raises ``nbclient.exceptions.CellExecutionError`` on the first cell that raises and
     ``CellTimeoutError`` when a cell runs longer than ``timeout`` seconds. The kernel is
     shut down in every case. ``after_cell(kernel_pid, cell_index)`` runs after each code
-    cell (tests use it to see which processes the notebook left running).
+    cell (tests use it to see which processes the notebook left running); ``env`` is the
+    kernel's environment (default: this process's).
     """
     import nbformat
-    from nbclient import NotebookClient
 
     nb = nbformat.read(path, as_version=4)
+    run_notebook(
+        nb,
+        path.parent,
+        timeout=timeout,
+        startup_timeout=startup_timeout,
+        after_cell=after_cell,
+        env=env,
+    )
+    return nb
+
+
+def run_notebook(
+    nb: Any,
+    cwd: Path,
+    *,
+    timeout: float = 60.0,
+    startup_timeout: float = 60.0,
+    after_cell: Callable[[int | None, int], None] | None = None,
+    env: dict[str, str] | None = None,
+) -> None:
+    """:func:`execute` for a notebook object, run in place in ``cwd`` (its outputs are
+    there even when a cell raised)."""
+    from nbclient import NotebookClient
+
     clear_outputs(nb)
     with tempfile.TemporaryDirectory(prefix="mcpsync-kernelspec-") as spec_dir:
         km = kernel_manager(Path(spec_dir))
@@ -96,10 +129,11 @@ def execute(
             coalesce_streams=True,
             shutdown_kernel="graceful",
             on_cell_executed=hook,
-            resources={"metadata": {"path": str(path.parent)}},
+            resources={"metadata": {"path": str(cwd)}},
         )
-        client.execute(cleanup_kc=True)  # we made the kernel manager: shut the kernel down too
-    return nb
+        kwargs: dict[str, Any] = {} if env is None else {"env": env}
+        # we made the kernel manager: shut the kernel down too (also after a failed cell)
+        client.execute(cleanup_kc=True, **kwargs)
 
 
 def problems(nb: Any) -> list[str]:

@@ -7,15 +7,26 @@ notebook left running after its last cell. The interrupt test drives a kernel di
 with jupyter_client: a blocking ``call_tool`` is interrupted once progress arrived; the
 cell must end with ``KeyboardInterrupt`` at once, the server must have received
 ``notifications/cancelled`` for that running request, and the session must still work.
+
+Every notebook must also run after the README's first command alone (``bash scripts/demo``:
+``pip install -e .``, no test extras, no Node) plus Jupyter: the kernel gets a first cell
+that makes every installed package outside that set (and ``tests/``) unimportable, and a
+``PATH`` without the npm peers. A notebook with a cell injected to fail right after it
+started its servers must leave no process and no listening port behind.
 """
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 import json
+import os
 import queue
+import re
+import socket
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,9 +42,6 @@ pytest.importorskip("ipykernel")
 REPO = Path(__file__).resolve().parent.parent
 NOTEBOOKS = REPO / "notebooks"
 RECORDING_SERVER = REPO / "tests" / "notebook_support" / "recording_server.py"
-HAVE_OIDC = (REPO / "tests" / "node" / "node_modules" / ".bin" / "node").exists() and (
-    REPO / "tests" / "node" / "node_modules" / "oidc-provider"
-).exists()
 CELL_TIMEOUT = 60.0
 
 
@@ -123,10 +131,13 @@ def _check_quickstart(nb: Any) -> None:
 @_expects("02-http-and-oauth.ipynb")
 def _check_http_oauth(nb: Any) -> None:
     text = _outputs(nb, "text/plain")
-    assert "transport: streamable-http" in text
+    assert "transport: streamable-http" in text and "sessions left on the server: 0" in text
     assert "mcpsync-progress" in _outputs(nb) and "<progress value='4' max='4'>" in _outputs(nb)
-    assert "'authorizations': 1" in text and "(unchanged)" in text
-    assert "refused with 401: 0" in text and "(stopped)" in text
+    assert "'registrations': 1, 'authorizations': 1, 'tokens issued': 1" in text
+    assert "(unchanged)" in text and "refused with 401: 0" in text
+    assert "no person involved" in text
+    assert "{'authorization_code': 1, 'client_credentials': 1}" in text
+    assert text.count("(stopped)") == 2 and "token folder removed: True" in text
 
 
 @_expects("03-host-and-config.ipynb")
@@ -151,10 +162,108 @@ def test_every_notebook_is_covered():
     assert names == sorted(EXPECTED), "add the new notebook to EXPECTED"
 
 
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _closure(roots: list[str]) -> set[str]:
+    """Normalized names of ``roots`` and every distribution they require (extras left out)."""
+    seen: set[str] = set()
+    todo = list(roots)
+    while todo:
+        name = _norm(todo.pop())
+        if name in seen:
+            continue
+        seen.add(name)
+        try:
+            requires = importlib.metadata.requires(name) or []
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        for req in requires:
+            if "extra ==" in req.replace('"', "'").replace("extra==", "extra =="):
+                continue
+            match = re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", req)
+            if match:
+                todo.append(match.group(0))
+    return seen
+
+
+#: notebook -> distributions it needs beyond the first command; allowed only when the
+#: notebook itself says how to get them (``pip install <name>`` in one of its cells)
+NEEDS: dict[str, list[str]] = {}
+
+
+def _blocked_modules(needs: Sequence[str] = ()) -> list[str]:
+    """Top-level modules of installed distributions that ``pip install -e .`` (plus a
+    Jupyter kernel, plus ``needs``) does not bring, and the import roots of ``tests/``."""
+    allowed = _closure(["mcpsync", "ipykernel", *needs])
+    blocked = {
+        module
+        for module, dists in importlib.metadata.packages_distributions().items()
+        if not any(_norm(d) in allowed for d in dists)
+    }
+    blocked |= {p.stem for p in (REPO / "tests").iterdir() if p.suffix == ".py" or p.is_dir()}
+    blocked -= set(sys.stdlib_module_names) | {"mcpsync"}
+    return sorted(m for m in blocked if m.isidentifier())
+
+
+FIRST_COMMAND_ONLY = """
+import importlib.abc, sys
+
+_BLOCKED = frozenset({blocked!r})
+
+
+class _NotInstalledByTheFirstCommand(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in _BLOCKED:
+            raise ModuleNotFoundError(f"{{name}}: not installed by `bash scripts/demo`")
+        return None
+
+
+sys.meta_path.insert(0, _NotInstalledByTheFirstCommand())
+sys.path[:] = [p for p in sys.path if not p.startswith({tests!r})]
+"""
+
+
+def _first_command_env() -> dict[str, str]:
+    node_bin = str(REPO / "tests" / "node")
+    path = [p for p in os.environ.get("PATH", "").split(os.pathsep) if not p.startswith(node_bin)]
+    return {**os.environ, "PATH": os.pathsep.join(path)}
+
+
+def test_the_blocked_set_is_real():
+    blocked = _blocked_modules()
+    for module in ("pytest", "mcp", "nbclient", "servers", "notebook_support"):
+        assert module in blocked, module
+    for module in ("requests", "pydantic", "mcp_types", "jsonschema", "ipykernel", "mcpsync"):
+        assert module not in blocked, module
+
+
+def _prepared(name: str, inject: dict[int, str] | None = None) -> Any:
+    """The notebook with the first-command-only cell first and ``inject[i]`` after cell i."""
+    import nbformat
+
+    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+    needs = NEEDS.get(name, [])
+    text = "\n".join(cell.source for cell in nb.cells)
+    for dist in needs:
+        assert f"pip install {dist}" in text, f"{name} needs {dist}: say how to install it"
+    blocked = _blocked_modules(needs)
+    cells = [
+        nbformat.v4.new_code_cell(
+            FIRST_COMMAND_ONLY.format(blocked=blocked, tests=str(REPO / "tests"))
+        )
+    ]
+    for i, cell in enumerate(nb.cells):
+        cells.append(cell)
+        if inject and i in inject:
+            cells.append(nbformat.v4.new_code_cell(inject[i]))
+    nb.cells = cells
+    return nb
+
+
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_notebook_runs_from_a_clean_kernel(name: str):
-    if name.startswith("02-") and not HAVE_OIDC:
-        pytest.skip("Node 22 + oidc-provider are not installed in tests/node")
     seen: dict[int, str] = {}
     after_last: dict[int, str] = {}
 
@@ -164,9 +273,12 @@ def test_notebook_runs_from_a_clean_kernel(name: str):
         after_last.clear()
         after_last.update(live)
 
+    nb = _prepared(name)
     started = time.perf_counter()
     try:
-        nb = execute.execute(NOTEBOOKS / name, timeout=CELL_TIMEOUT)
+        execute.run_notebook(
+            nb, NOTEBOOKS, timeout=CELL_TIMEOUT, after_cell=after_cell, env=_first_command_env()
+        )
     finally:
         leftovers = _reap(seen)
     seconds = time.perf_counter() - started
@@ -175,6 +287,75 @@ def test_notebook_runs_from_a_clean_kernel(name: str):
     assert after_last == {}, f"still running after the last cell: {after_last}"
     assert leftovers == {}, f"killed after the kernel shut down: {leftovers}"
     print(f"{name}: {seconds:.1f} s")
+
+
+def test_a_notebook_importing_a_test_package_fails_under_the_check():
+    from nbclient.exceptions import CellExecutionError
+
+    for module in ("pytest", "notebook_support"):
+        nb = _prepared("01-quickstart-stdio.ipynb", inject={1: f"import {module}"})
+        nb.cells = nb.cells[:4]  # the check, two markdown cells, the injected import
+        with pytest.raises(CellExecutionError, match="not installed by `bash scripts/demo`"):
+            execute.run_notebook(nb, NOTEBOOKS, timeout=CELL_TIMEOUT, env=_first_command_env())
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(2)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+FAIL_AFTER_START = {
+    # after the cell that starts the protected server: both HTTP servers are up
+    "02-http-and-oauth.ipynb": (
+        10,
+        "DemoHTTPServer(auth=True",
+        "print('PORTS', http_server.port, oauth_server.port)\n"
+        "raise RuntimeError('injected failure')",
+    ),
+    # after the cell that connected to the recording server (a child process)
+    "04-progress-and-cancellation.ipynb": (
+        1,
+        "mcpsync.Session.connect(",
+        "print('PIDS', s.transport.process.pid)\nraise RuntimeError('injected failure')",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FAIL_AFTER_START))
+def test_a_failing_cell_leaves_nothing_running(name: str):
+    from nbclient.exceptions import CellExecutionError
+
+    index, starts, code = FAIL_AFTER_START[name]
+    assert starts in execute_source(name, index), "the injection point moved"
+    seen: dict[int, str] = {}
+    nb = _prepared(name, inject={index: code})
+    try:
+        with pytest.raises(CellExecutionError, match="injected failure"):
+            execute.run_notebook(
+                nb,
+                NOTEBOOKS,
+                timeout=CELL_TIMEOUT,
+                after_cell=lambda pid, i: seen.update(_live_descendants(pid)),
+                env=_first_command_env(),
+            )
+    finally:
+        leftovers = _reap(seen)
+    printed = _outputs(nb, "text/plain")
+    if name.startswith("02-"):
+        ports = [int(p) for p in printed.split("PORTS", 1)[1].split()[:2]]
+        assert all(p > 0 for p in ports)
+        assert [p for p in ports if _listening(p)] == [], "a port the notebook opened is still open"
+    else:
+        pid = int(printed.split("PIDS", 1)[1].split()[0])
+        assert pid in seen, (pid, seen)  # the server was running when the cell failed
+    assert leftovers == {}, f"still running after the failed notebook: {leftovers}"
+
+
+def execute_source(name: str, index: int) -> str:
+    import nbformat
+
+    return nbformat.read(NOTEBOOKS / name, as_version=4).cells[index].source
 
 
 # --------------------------------------------------------------------------- interrupt

@@ -1,6 +1,5 @@
-"""Helpers the notebooks in ``notebooks/`` (and ``tests/test_notebooks.py``) use to start local peers.
+"""Helpers for ``tests/test_notebooks.py`` (the notebooks themselves use nothing from ``tests/``).
 
 Owns: nothing mcpsync ships. ``recording_server`` is the demo server plus a record of the
-cancellations it received; ``local_servers`` starts the HTTP and OAuth peers on 127.0.0.1.
-Import with ``tests/`` on ``sys.path`` (pytest does that; the notebooks do it themselves).
+cancellations it received, for the kernel-interrupt test.
 """

@@ -1,7 +1,8 @@
 """The demo server, plus a record of every ``notifications/cancelled`` it received.
 
-Owns: :class:`RecordingServer`, used by ``notebooks/04-progress-and-cancellation.ipynb`` and
-the kernel-interrupt test to show that the server was told when a call was cancelled.
+Owns: :class:`RecordingServer`, used by the kernel-interrupt test in ``tests/test_notebooks.py``
+to show that the server was told when a call was cancelled (notebook 04 writes its own copy,
+so that it needs nothing from ``tests/``).
 It adds one tool, ``cancellations``, whose result lists what arrived (request id, reason,
 and whether that request was still running here, i.e. whether work was actually stopped).
 
