@@ -938,7 +938,25 @@ def run_demo(ns: argparse.Namespace, out: _Out) -> int:
     return EXIT_ERROR if result.is_error or report["errors"] else EXIT_OK
 
 
+SMOKE_EPILOG = """\
+exit codes (the class of every failed entry, in the JSON as "failure"):
+  0 all up, all calls ok     1 tool: a --call failed     2 usage / unreadable config
+  3 connect, or failures of several classes              4 config: an entry did not parse
+  5 spawn: could not start / exited at start-up          6 auth: needs authorization
+  7 protocol (--strict: invalid schemas)   8 timeout   9 worker died   10 drift (--snapshot)
+  130 interrupted
+
+examples:
+  mcpsync smoke .vscode/mcp.json --call echo --args '{"message": "hi"}'
+  mcpsync smoke mcp.json --junit-xml smoke.xml --strict --stored-auth-only
+  mcpsync smoke mcp.json --snapshot tests/snapshots
+  mcpsync smoke mcp.json --executor process --parallel 4
+  mcpsync smoke mcp.json --dask tcp://scheduler:8786
+"""
+
+
 def _smoke_arguments(p: argparse.ArgumentParser) -> None:
+    p.epilog = SMOKE_EPILOG
     p.add_argument(
         "--call",
         action="append",
