@@ -981,7 +981,9 @@ def _smoke_arguments(p: argparse.ArgumentParser) -> None:
         help="bring up at most N at a time (default 8)",
     )
     p.add_argument(
-        "--junit-xml", metavar="FILE", help="write a JUnit XML report (a test case per entry and call)"
+        "--junit-xml",
+        metavar="FILE",
+        help="write a JUnit XML report (a test case per entry and call)",
     )
     p.add_argument(
         "--strict",
