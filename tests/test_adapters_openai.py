@@ -167,11 +167,12 @@ def test_strict_mode_rewrites_the_schema_by_the_rules(fake):
         assert obj["additionalProperties"] is False
         assert obj["required"] == list(obj["properties"])
     text = json.dumps(params)
-    for word in ("$ref", "$defs", "$schema", "minLength", "default", "oneOf", '"uri"'):
+    for word in ("$ref", "$defs", "$schema", "minLength", '"default"', "oneOf", '"uri"'):
         assert word not in text, word
     props = params["properties"]
     assert props["origin"]["properties"]["code"] == {"type": "string"}
     assert props["seats"]["type"] == ["integer", "null"]  # optional: nullable
+    assert props["seats"]["description"] == "default: 1"  # the dropped default, in words
     assert props["class"]["enum"] == ["economy", "business", None]
     assert props["note"]["type"] == ["string", "null"]
     assert props["when"]["format"] == "date-time"

@@ -21,6 +21,7 @@ in one extra ``user`` message after the tool messages.
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -95,6 +96,13 @@ def _strict_node(node: Any) -> dict[str, Any]:
     if node.get("format") not in _STRICT_FORMATS:
         node.pop("format", None)
     out = {k: v for k, v in node.items() if k in _STRICT_KEYS}
+    if "default" in node and isinstance(node["default"], str | int | float | bool):
+        default = json.dumps(node["default"])  # dropped: the model still learns it
+        out["description"] = (
+            f"{out['description']} (default: {default})"
+            if out.get("description")
+            else f"default: {default}"
+        )
     if "anyOf" in out:
         out["anyOf"] = [_strict_node(s) for s in out["anyOf"]]
         return out
