@@ -506,6 +506,8 @@ class Session:
         max_timeout: float | None = None,
     ) -> Future[Any]:
         self._require(method)
+        if reset_timeout_on_progress and on_progress is None:
+            on_progress = _ignore_progress  # the token that lets progress reset the timer
         if self._modern is not None:
             return self._modern.submit(method, params, convert, timeout=timeout, on_progress=on_progress,
                                        reset_timeout_on_progress=reset_timeout_on_progress, max_timeout=max_timeout)  # fmt: skip
@@ -532,6 +534,8 @@ class Session:
     ) -> Any:
         """The blocking twin of ``_submit``: the raw result, converted in this thread."""
         self._require(method)
+        if reset_timeout_on_progress and on_progress is None:
+            on_progress = _ignore_progress  # the token that lets progress reset the timer
         if self._modern is not None:
             return self._modern.call(method, params, convert, timeout=timeout, on_progress=on_progress,
                                      reset_timeout_on_progress=reset_timeout_on_progress, max_timeout=max_timeout)  # fmt: skip
@@ -942,6 +946,11 @@ def _explain_bringup_failure(error: BaseException, transport: Transport) -> None
             extra.append("--- last stderr lines ---\n" + tail)
     if extra and error.args and isinstance(error.args[0], str):
         error.args = ("\n".join([error.args[0], *extra]), *error.args[1:])
+
+
+def _ignore_progress(progress: Progress) -> None:
+    """The progress callback of a call that wants only ``reset_timeout_on_progress``:
+    with it the request carries a progress token, and each report restarts the timer."""
 
 
 def _settle(future: Future[Any], error: BaseException | None, value: Any = None) -> None:

@@ -113,3 +113,22 @@ def test_a_banner_before_an_exit_is_quoted_with_the_exit_code(no_leaks):
         mcpsync.Session.connect(argv(*flags), connect_timeout=30)
     text = str(info.value)
     assert BANNER in text and "port 8000 in use" in text and "exit code 3" in text
+
+
+# -- timeouts of a call ---------------------------------------------------------------------
+
+
+def test_reset_timeout_on_progress_without_an_on_progress_callback(no_leaks):
+    slow = {"seconds": 3, "every": 0.25}
+    with mcpsync.Session.connect(argv(), timeout=30) as s:
+        # 3 s of work, a 1.5 s timeout that each progress report restarts
+        result = s.call_tool("slow", slow, timeout=1.5, reset_timeout_on_progress=True)
+        assert result.content[0].text == "done"
+        future = s.submit_call_tool("slow", slow, timeout=1.5, reset_timeout_on_progress=True)
+        assert future.result(timeout=30).content[0].text == "done"
+        # the same call without the reset times out: the progress reports are what kept it alive
+        with pytest.raises(RequestTimeout):
+            s.call_tool("slow", slow, timeout=1.5)
+        # max_timeout still caps the whole call
+        with pytest.raises(RequestTimeout):
+            s.call_tool("slow", slow, timeout=1.5, reset_timeout_on_progress=True, max_timeout=2)

@@ -1131,3 +1131,23 @@ def test_discover_reply_with_malformed_supported_versions_falls_back_to_legacy(n
     with connect(server) as s:
         assert s.era == "legacy" and s.protocol_version == "2025-11-25"
     assert "initialize" in methods(server)
+
+
+def test_reset_timeout_on_progress_without_an_on_progress_callback(no_leaks):
+    import time
+
+    def slow(message):  # 2 s of work, a progress report every 0.2 s
+        token = message["params"].get("_meta", {}).get("progressToken")
+        for step in range(10):
+            time.sleep(0.2)
+            if token is not None:
+                server.notify("notifications/progress", {"progressToken": token, "progress": step})
+        return text_result("done")
+
+    server = modern_fake(handlers={"tools/call": slow})
+    with connect(server) as s:
+        assert s.era == "modern"
+        result = s.call_tool("slow", {}, timeout=1.0, reset_timeout_on_progress=True)
+        assert result.content[0].text == "done"
+        with pytest.raises(mcpsync.RequestTimeout):
+            s.call_tool("slow", {}, timeout=1.0)
