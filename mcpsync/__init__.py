@@ -41,6 +41,7 @@ from .errors import (
     TransportError,
     VersionMismatch,
 )
+from .filters import ToolExcluded
 from .host import ConsentDenied, Host, HostTool, ServerStatus, UnknownTool, ask_on_terminal
 from .session import Session
 
@@ -67,6 +68,7 @@ __all__ = [
     "ConfigEntryError",
     "ConsentDenied",
     "UnknownTool",
+    "ToolExcluded",
     "MCPSyncError",
     "AuthError",
     "CapabilityError",
@@ -85,6 +87,7 @@ __all__ = [
 
 
 if TYPE_CHECKING:
+    from . import adapters as adapters
     from .smoke import smoke as smoke
 
 
@@ -97,4 +100,8 @@ def __getattr__(name: str) -> object:
         function = importlib.import_module(".smoke", __name__).smoke
         globals()["smoke"] = function
         return function
+    if name == "adapters":  # late too: the LLM provider adapters (mcpsync/adapters/)
+        import importlib
+
+        return importlib.import_module(".adapters", __name__)
     raise AttributeError(f"module 'mcpsync' has no attribute {name!r}")

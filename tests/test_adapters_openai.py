@@ -346,3 +346,18 @@ def test_the_type_check_used_here_refuses_wrong_shapes():
             {"type": "function_call_output", "call_id": "a", "output": [{"type": "image"}]},
             ResponseInputItemParam,
         )
+
+
+def test_import_mcpsync_does_not_load_the_adapters():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, mcpsync\n"
+        "assert 'mcpsync.adapters' not in sys.modules\n"
+        "assert mcpsync.adapters.to_openai is mcpsync.adapters.openai.to_openai\n"
+        "assert not [m for m in sys.modules if m.split('.')[0] in ('openai', 'anthropic', 'google')]\n"
+        "print('ok')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "ok", out.stderr
