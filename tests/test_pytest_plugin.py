@@ -153,3 +153,56 @@ def test_blocks(mcp_session):
     assert "KeyboardInterrupt" in out
     gone, alive = psutil.wait_procs([server], timeout=10)
     assert alive == [], out
+
+
+def test_marker_with_a_url(pytester: pytest.Pytester):
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcpsync.demo_http", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        line = proc.stdout.readline() if proc.stdout else ""
+        assert line.startswith("serving http://"), line
+        url = line.split()[1]
+        pytester.makepyfile(
+            test_inner=f"""
+            import pytest
+
+            @pytest.mark.mcp_server({url!r})
+            def test_over_http(mcp_session):
+                assert mcp_session.transport.kind == "streamable-http"
+                assert mcp_session.call_tool("echo", {{"message": "web"}}).content[0].text == "web"
+            """
+        )
+        result = pytester.runpytest_subprocess()
+        result.assert_outcomes(passed=1)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def test_a_server_that_hangs_at_start_up_is_an_error_and_is_stopped(pytester: pytest.Pytester):
+    hang = [
+        sys.executable,
+        "-c",
+        "import sys, time; print('warming up', file=sys.stderr, flush=True); time.sleep(60)",
+    ]
+    pytester.makepyfile(
+        test_inner=f"""
+        import pytest, psutil
+
+        @pytest.mark.mcp_server({hang!r}, connect_timeout=1)
+        def test_needs_server(mcp_session):
+            pass
+
+        def test_nothing_left():
+            assert psutil.Process().children(recursive=True) == []
+        """
+    )
+    result = pytester.runpytest_subprocess()
+    result.assert_outcomes(errors=1, passed=1)
+    out = result.stdout.str()
+    assert "did not come up: RequestTimeout" in out and "warming up" in out
