@@ -900,9 +900,25 @@ def cmd_prompt(
     session: Any, target: Target, words: list[str], out: _Out, ns: argparse.Namespace
 ) -> int:
     name, pairs = words[0], words[1:]
-    result = session.get_prompt(
-        name, _parse_pairs(pairs, what="prompt arguments", parse_json=False) or None
-    )
+    arguments = _parse_pairs(pairs, what="prompt arguments", parse_json=False)
+    try:
+        prompts = {p.name: p for p in session.list_prompts()}
+    except MCPSyncError:  # no prompts/list (or it failed): the server decides
+        prompts = None
+    if prompts is not None:
+        if name not in prompts:
+            raise UsageError(
+                f"the server has no prompt {name!r}{_did_you_mean(name, list(prompts))}"
+                f" ({len(prompts)} prompts: `{PROG} prompts TARGET` lists them)"
+            )
+        known = [a.name for a in prompts[name].arguments or []]
+        for key in arguments:
+            if key not in known:
+                raise UsageError(
+                    f"prompt {name!r} has no argument {key!r}{_did_you_mean(key, known)}"
+                    f" (its arguments: {', '.join(known) or 'none'})"
+                )
+    result = session.get_prompt(name, arguments or None)
     if out.json:
         out.emit_json(_dump(result))
     else:

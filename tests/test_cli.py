@@ -238,6 +238,14 @@ def test_call_unknown_tool_or_argument_did_you_mean_exit_2():
     assert p.returncode == 2 and "takes no arguments" in p.stderr
 
 
+def test_prompt_unknown_name_or_argument_did_you_mean_exit_2():
+    p = run_demo("prompt", "gret", "name=Ada")
+    assert p.returncode == 2 and "no prompt 'gret'; did you mean 'greet'?" in p.stderr
+    p = run_demo("prompt", "greet", "nme=Ada")
+    assert p.returncode == 2
+    assert "prompt 'greet' has no argument 'nme'; did you mean 'name'?" in p.stderr
+
+
 def test_call_json_arguments_merged_with_pairs():
     p = run_demo("call", "add", "--json", '{"a": 10, "b": 1}', "b=5")
     assert p.returncode == 0, p.stderr
