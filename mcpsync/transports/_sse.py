@@ -16,6 +16,12 @@ the line before it (``data: a`` LF, then CRLF) merges two events into one;
 and it joins a long line by repeated ``bytes`` concatenation (a 10 MB ``data:`` line: about
 9x our time and 3x our peak memory). This parser also keeps event data as bytes
 (``json.loads`` takes bytes), and caps one event at ``max_event_bytes``.
+
+Hostile streams: one leading UTF-8 byte order mark is skipped (as the standard's decoder
+does); a line longer than ``max_event_bytes`` is dropped unread, and when it is a ``data``
+line, or when data lines add up to more, the event is "too large" whatever the chunking
+(reported as an ``EventTooLarge`` where it ends); a ``retry`` of more than 12 digits counts as 10^12 ms. ``feed``
+never raises. ``tests/test_fuzz_sse.py`` checks all of it against a reference model.
 """
 
 from __future__ import annotations
@@ -24,6 +30,9 @@ from collections.abc import Iterator
 from typing import NamedTuple
 
 __all__ = ["SSEEvent", "SSEParser", "EventTooLarge"]
+
+_BOM = b"\xef\xbb\xbf"
+_MAX_RETRY_DIGITS = 12  # 10^12 ms is 31 years: longer values count as that
 
 
 class SSEEvent(NamedTuple):
@@ -64,6 +73,8 @@ class SSEParser:
         "_pending_cr",
         "_oversize",
         "_skip_line",
+        "_at_start",
+        "_head",
     )
 
     def __init__(self, max_event_bytes: int = 256 * 1024 * 1024) -> None:
@@ -78,11 +89,17 @@ class SSEParser:
         self._pending_cr = False  # the last chunk ended in CR: a following LF belongs to it
         self._oversize = 0  # > 0 while skipping the rest of an event over the cap
         self._skip_line = False  # the current line overflowed: drop it up to its end
+        self._at_start = True  # nothing of this stream read yet: a BOM may come
+        self._head = b""  # the first bytes while they may still be a split BOM
 
     def feed(self, chunk: bytes) -> Iterator[SSEEvent | EventTooLarge]:
         """Parse ``chunk``; yield every event it completes."""
         if not chunk:
             return
+        if self._at_start:
+            chunk = self._skip_bom(chunk)
+            if not chunk:
+                return
         if self._pending_cr:
             self._pending_cr = False
             if chunk[:1] == b"\n":
@@ -110,12 +127,15 @@ class SSEParser:
             start = end + 1
             if self._skip_line:  # the rest of a line that overflowed the cap
                 self._skip_line = False
-            elif line:
-                self._field(line)
-            else:
+            elif not line:
                 event = self._dispatch()
                 if event is not None:
                     yield event
+            elif len(line) > self.max_event_bytes:  # the same verdict as when it came in pieces
+                if line.startswith(b"data:"):
+                    self._too_large(len(line))
+            else:
+                self._field(line)
 
     def finish(self) -> None:
         """The stream ended: an event without its final blank line is dropped (per spec)."""
@@ -123,23 +143,40 @@ class SSEParser:
         self._part_bytes = 0
         self._skip_line = False
         self._pending_cr = False
+        self._at_start = True  # a resumed stream is a new body: it may start with a BOM
+        self._head = b""
         self._reset_event()
 
     # -- internals -------------------------------------------------------------------
 
+    def _skip_bom(self, chunk: bytes) -> bytes:
+        head = self._head + chunk if self._head else chunk
+        if len(head) < 3 and _BOM.startswith(head):
+            self._head = head  # maybe a BOM split over chunks: wait for more
+            return b""
+        self._at_start = False
+        self._head = b""
+        return head[3:] if head.startswith(_BOM) else head
+
+    def _too_large(self, size: int) -> None:
+        """The current event is over the cap: drop its data, report it at its end."""
+        self._oversize += size
+        self._data.clear()
+        self._data_bytes = 0
+
     def _add_partial(self, piece: bytes) -> None:
         if self._skip_line:
-            self._oversize += len(piece)
+            if self._oversize:
+                self._oversize += len(piece)
             return
         self._parts.append(piece)
         self._part_bytes += len(piece)
-        if self._part_bytes + self._data_bytes > self.max_event_bytes:
-            self._oversize += self._part_bytes + self._data_bytes
+        if self._part_bytes > self.max_event_bytes:  # a line over the cap: never kept whole
+            if b"".join(self._parts[:5])[:5] == b"data:":  # 5 pieces hold 5 bytes
+                self._too_large(self._part_bytes)
             self._skip_line = True
             self._parts.clear()
             self._part_bytes = 0
-            self._data.clear()
-            self._data_bytes = 0
 
     def _field(self, line: bytes) -> None:
         if line[0] == 0x3A:  # ':' a comment (keep-alive)
@@ -157,17 +194,19 @@ class SSEParser:
             self._data.append(value)
             self._data_bytes += len(value) + 1
             if self._data_bytes > self.max_event_bytes:
-                self._oversize = self._data_bytes
-                self._data.clear()
-                self._data_bytes = 0
+                self._too_large(self._data_bytes)
         elif name == b"event":
             self._event = value.decode("utf-8", "replace")
         elif name == b"id":
             if b"\x00" not in value:  # the spec ignores ids containing NULL
                 self.last_event_id = value.decode("utf-8", "replace")
         elif name == b"retry":
-            if value.isdigit():
-                self.retry = int(value) / 1000.0
+            if value.isdigit():  # ASCII digits only (bytes)
+                digits = value.lstrip(b"0")
+                if len(digits) > _MAX_RETRY_DIGITS:
+                    self.retry = 1e9  # 10^12 ms
+                else:
+                    self.retry = int(digits or b"0") / 1000.0
         # other field names are ignored
 
     def _dispatch(self) -> SSEEvent | EventTooLarge | None:

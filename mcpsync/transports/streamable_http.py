@@ -86,6 +86,8 @@ ACCEPT_POST = "application/json, text/event-stream"
 ACCEPT_SSE = "text/event-stream"
 #: reconnection delay when a server gave no ``retry:`` (the SSE standard leaves it to the client)
 DEFAULT_RETRY = 1.0
+#: longest reconnection delay honoured (a server's ``retry:`` may ask for years)
+MAX_RETRY_DELAY = 60.0
 #: protocol versions from this one on have no sessions, no GET stream, no resumption
 MODERN_FROM = "2026-07-28"
 _READ_CHUNK = 256 * 1024
@@ -1268,7 +1270,7 @@ class StreamableHTTPTransport(Transport):
                     if failures >= self.max_reconnects:
                         self._lost(stream, ended, f"{failures} reconnection attempts failed")
                         return
-                    delay = parser.retry if parser.retry is not None else DEFAULT_RETRY
+                    delay = _retry_delay(parser)
                     if self._closing.wait(delay) or stream.aborted:
                         return
                     try:
@@ -1344,7 +1346,7 @@ class StreamableHTTPTransport(Transport):
                 if failures > self.max_reconnects:
                     log.warning("mcpsync: GET stream of %s given up: %s", self.describe(), exc)
                     return
-                if closing.wait(parser.retry if parser.retry is not None else DEFAULT_RETRY):
+                if closing.wait(_retry_delay(parser)):
                     return
                 continue
             if response.status != 200:
@@ -1378,7 +1380,7 @@ class StreamableHTTPTransport(Transport):
             if failures > self.max_reconnects:
                 log.warning("mcpsync: GET stream of %s keeps ending; given up", self.describe())
                 return
-            if closing.wait(parser.retry if parser.retry is not None else DEFAULT_RETRY):
+            if closing.wait(_retry_delay(parser)):
                 return
 
     # -- close ---------------------------------------------------------------------------
@@ -1398,6 +1400,12 @@ class StreamableHTTPTransport(Transport):
                 )
         except MCPSyncError as exc:
             log.debug("mcpsync: DELETE of session at %s failed: %s", self.describe(), exc)
+
+
+def _retry_delay(parser: SSEParser) -> float:
+    """The server's reconnection delay (``retry:``), else the default; at most a minute."""
+    retry = parser.retry
+    return DEFAULT_RETRY if retry is None else min(retry, MAX_RETRY_DELAY)
 
 
 def _mcp_name(method: str, params: Any) -> str | None:
