@@ -645,10 +645,14 @@ def test_http_connection_refused_exit_3():
 VENV_BIN = str(Path(sys.executable).parent)
 
 
+# a failing line must not leave the example's detached server behind (it is killed by pid)
+STOP_DETACHED = 'trap \'[ -n "${pid:-}" ] && kill "$pid" 2>/dev/null || true\' EXIT\n'
+
+
 def _bash(script: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PATH": VENV_BIN + os.pathsep + os.environ.get("PATH", "")}
     return subprocess.run(
-        ["bash", "-euo", "pipefail", "-c", script],
+        ["bash", "-euo", "pipefail", "-c", STOP_DETACHED + script],
         capture_output=True,
         text=True,
         timeout=timeout,

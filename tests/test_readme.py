@@ -22,6 +22,10 @@ MARKER = "<!-- runnable:"
 BLOCK = re.compile(r"^(<!-- runnable:[^\n]*-->\n)?```(\w+)\n(.*?)^```", re.S | re.M)
 
 
+# a failing line must not leave the example's detached server behind (it is killed by pid)
+STOP_DETACHED = 'trap \'[ -n "${pid:-}" ] && kill "$pid" 2>/dev/null || true\' EXIT\n'
+
+
 def runnable_blocks() -> list[tuple[int, str, str]]:
     """(line, language, code) of every block marked runnable."""
     out = []
@@ -56,7 +60,7 @@ def test_runnable_block(line: int, lang: str, code: str):
     argv = (
         [sys.executable, "-c", code]
         if lang == "python"
-        else ["bash", "-euo", "pipefail", "-c", code]
+        else ["bash", "-euo", "pipefail", "-c", STOP_DETACHED + code]
     )
     p = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=REPO, env=env)
     assert p.returncode == 0, f"README.md line {line} ({lang}) failed:\n{p.stdout}\n{p.stderr}"
