@@ -233,3 +233,21 @@ def test_every_install_requires_entry_is_imported_and_has_a_range():
             f"{requirement}: want a compatible range (a tested lower bound and a major cap)"
         )
         assert "==" not in requirement, f"{requirement}: an exact pin clashes with users' packages"
+
+
+def test_the_lowest_setup_pins_every_lower_bound():
+    """``scripts/lowest-requirements`` (what ``scripts/test-py310`` installs) pins each
+    install_requires entry at its lower bound, and an mcp SDK that accepts that mcp-types."""
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "lowest-requirements")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    pins = dict(line.split("==", 1) for line in proc.stdout.split())
+    for requirement in install_requires():
+        lower = re.search(r">=\s*([0-9][0-9.]*)", requirement)
+        assert lower, requirement
+        assert pins.get(_requirement_name(requirement)) == lower.group(1), (requirement, pins)
+    assert "mcp" in pins and pins["mcp"].split(".")[0] == pins["mcp-types"].split(".")[0]
