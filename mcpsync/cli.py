@@ -1112,13 +1112,33 @@ def _smoke_executor(ns: argparse.Namespace) -> Any:
 
         return on_dask()
     if ns.executor == "process":
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
-        return ProcessPoolExecutor(
-            max_workers=max(1, ns.parallel), mp_context=multiprocessing.get_context("spawn")
-        )
+        return _process_pool(max(1, ns.parallel))
     return _NoExecutor()
+
+
+def _process_pool(workers: int) -> Any:
+    import contextlib
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from .smoke import stop_process_pool, worker_initializer
+
+    @contextlib.contextmanager
+    def pool() -> Any:
+        executor = ProcessPoolExecutor(
+            max_workers=workers,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=worker_initializer,
+        )
+        try:
+            yield executor
+        except BaseException:  # Ctrl-C: stop the entries in the workers, their servers too
+            stop_process_pool(executor)
+            raise
+        finally:
+            executor.shutdown(wait=True, cancel_futures=True)
+
+    return pool()
 
 
 def _print_smoke(report: Any, out: _Out, calls: list[str]) -> None:

@@ -78,6 +78,8 @@ __all__ = [
     "EXIT_MIXED",
     "classify",
     "write_junit_xml",
+    "worker_initializer",
+    "stop_process_pool",
 ]
 
 log = logging.getLogger("mcpsync.smoke")
@@ -529,6 +531,37 @@ def _listing(session: Any, tools: Sequence[Any]) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------- the run
+
+
+def worker_initializer() -> None:
+    """``initializer=`` for a process pool running smoke entries (``--executor process``).
+
+    Ctrl-C is left to the parent (SIGINT ignored); SIGTERM from :func:`stop_process_pool`
+    interrupts the entry in progress, which closes its server, or ends an idle worker.
+    """
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _on_sigterm)
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    if _ACTIVE:
+        raise KeyboardInterrupt  # run_entry's finally closes the host (and its server)
+    os._exit(0)  # idle: nothing to clean up
+
+
+def stop_process_pool(pool: Executor) -> None:
+    """After Ctrl-C: stop the entries a process pool (with :func:`worker_initializer`) runs."""
+    import signal
+
+    processes = getattr(pool, "_processes", None) or {}
+    for proc in list(processes.values()):
+        try:
+            os.kill(proc.pid, signal.SIGTERM)
+        except (OSError, AttributeError):
+            pass
+    pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _close_active(run_id: str) -> None:

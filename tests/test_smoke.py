@@ -343,3 +343,44 @@ def test_a_bring_up_that_ignores_its_bound_ends_as_timeout_not_connecting(
     stuck_entry = report["stuck"]
     assert stuck_entry.state == "failed" and stuck_entry.failure == "timeout"
     assert "still connecting" in stuck_entry.error
+
+
+@pytest.mark.parametrize("executor", ["thread", "process"])
+def test_ctrl_c_stops_every_server(tmp_path: Path, executor: str):
+    import signal
+
+    import psutil
+
+    server = tiny(tmp_path)
+    cfg = write_config(
+        tmp_path / "mcp.json",
+        {"hang1": entry(server, "hang"), "hang2": entry(server, "hang"), "ok": entry(server)},
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcpsync", "smoke", str(cfg), "--executor", executor, "-q"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        parent = psutil.Process(proc.pid)
+        deadline = time.monotonic() + 30
+        servers: list[psutil.Process] = []
+        while len(servers) < 2 and time.monotonic() < deadline:
+            servers = [
+                p
+                for p in parent.children(recursive=True)
+                if "hang" in p.cmdline() and str(server) in p.cmdline()
+            ]
+            time.sleep(0.05)
+        assert len(servers) == 2, parent.children(recursive=True)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(5)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err, err
+    gone, alive = psutil.wait_procs(servers, timeout=10)
+    assert alive == []
