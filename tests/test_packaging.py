@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import configparser
+import functools
 import importlib.metadata
 import re
 import shutil
@@ -108,10 +109,10 @@ def copy_checkout(dest: Path) -> Path:
     return dest
 
 
-def build(src: Path, out: Path) -> tuple[Path, Path]:
-    """``python -m build`` (sdist, then the wheel from it) into ``out``: (wheel, sdist)."""
+def build(src: Path, out: Path, *only: str) -> tuple[Path, Path | None]:
+    """``python -m build`` (sdist, then the wheel from it; or ``only="--wheel"``) into ``out``."""
     proc = subprocess.run(
-        [sys.executable, "-m", "build", "--outdir", str(out), str(src)],
+        [sys.executable, "-m", "build", *only, "--outdir", str(out), str(src)],
         capture_output=True,
         text=True,
         timeout=300,
@@ -120,8 +121,8 @@ def build(src: Path, out: Path) -> tuple[Path, Path]:
         f"python -m build failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     )
     (wheel,) = out.glob("*.whl")
-    (sdist,) = out.glob("*.tar.gz")
-    return wheel, sdist
+    sdists = list(out.glob("*.tar.gz"))
+    return wheel, (sdists[0] if sdists else None)
 
 
 @pytest.fixture(scope="module")
@@ -129,6 +130,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
     base = tmp_path_factory.mktemp("packaging")
     src = copy_checkout(base / "src")
     wheel, sdist = build(src, base / "dist")
+    assert sdist is not None
     return src, wheel, sdist
 
 
@@ -160,7 +162,7 @@ def test_the_check_fails_for_a_folder_without_init(built, tmp_path):
     """The check above can fail: a copy without ``transports/__init__.py`` is caught."""
     src = copy_checkout(tmp_path / "src")
     (src / "mcpsync" / "transports" / "__init__.py").unlink()
-    wheel, _ = build(src, tmp_path / "dist")
+    wheel, _ = build(src, tmp_path / "dist", "--wheel")
     missing = missing_from(source_packages(src), wheel_names(wheel))
     assert [m for m in missing if m.startswith("mcpsync/transports ")], missing
 
@@ -201,8 +203,13 @@ def third_party_imports() -> dict[str, set[str]]:
     return found
 
 
+@functools.cache
+def _packages_distributions() -> dict[str, list[str]]:
+    return dict(importlib.metadata.packages_distributions())  # scans every installed dist
+
+
 def _distributions_of(module: str) -> set[str]:
-    return {_canonical(d) for d in importlib.metadata.packages_distributions().get(module, [])}
+    return {_canonical(d) for d in _packages_distributions().get(module, [])}
 
 
 def test_every_third_party_import_is_declared():
