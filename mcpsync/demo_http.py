@@ -272,6 +272,10 @@ def _handler_for(app: DemoHTTPServer) -> type[BaseHTTPRequestHandler]:
                 app.requests.append({"method": method, "token": token, "status": status})
 
         def _mcp(self, verb: str) -> None:
+            origin = self.headers.get("Origin")
+            if origin and urlsplit(origin).hostname not in ("127.0.0.1", "localhost", "::1"):
+                self._record(verb, 403)  # a web page elsewhere (DNS rebinding): refused
+                return self._json(403, {"error": "origin not allowed"})
             sid = self.headers.get("Mcp-Session-Id")
             body = self._body() if verb == "POST" else b""
             if body is None:

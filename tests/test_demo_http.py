@@ -52,6 +52,22 @@ def test_session_over_http_progress_cancel_and_close():
     assert server.stopped and not _listening(port)
 
 
+def test_requests_from_a_foreign_origin_are_refused():
+    with DemoHTTPServer() as server:
+        body = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+        r = requests.post(
+            server.url, json=body, headers={"Origin": "http://evil.example"}, timeout=5
+        )
+        assert r.status_code == 403
+        r = requests.post(
+            server.url,
+            json=body,
+            headers={"Origin": server.origin, "Accept": "application/json, text/event-stream"},
+            timeout=5,
+        )
+        assert r.status_code == 200 and '"result": {}' in r.text
+
+
 def test_oauth_code_pkce_headless_then_stored_token(tmp_path: Path):
     with DemoHTTPServer(auth=True) as server:
         assert requests.post(server.url, json={}, timeout=5).status_code == 401
