@@ -165,6 +165,10 @@ class EntryResult:
         data["ok"] = self.ok and not any(not c.ok and not c.skipped for c in self.calls)
         data["call"] = data["calls"][0] if data["calls"] else None  # the first --call
         data.pop("listing")
+        failed_call = next((c for c in self.calls if c.failure), None)
+        if self.failure is None and failed_call is not None:  # up, but a call failed: say so
+            data["failure"] = failed_call.failure
+            data["error"] = f"call {failed_call.tool}: {failed_call.error}"
         if not timings:
             data.pop("seconds")
             for c in data["calls"]:

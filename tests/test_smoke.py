@@ -121,6 +121,8 @@ def test_tool_class_exit_1_and_ok_exit_0(tmp_path: Path):
     p = run_cli(str(cfg), "--call", "fail", "--json")
     data = json.loads(p.stdout)
     assert p.returncode == 1 and data["servers"][0]["call"]["failure"] == "tool"
+    assert data["servers"][0]["ok"] is False and data["servers"][0]["failure"] == "tool"
+    assert data["servers"][0]["error"] == "call fail: the tool failed on purpose"
     assert "the tool failed on purpose" in data["servers"][0]["call"]["error"]
     p = run_cli(str(cfg), "--call", "echo", "--args", '{"message": "x"}')
     assert p.returncode == 0, p.stdout + p.stderr
