@@ -5,8 +5,8 @@ Owns: the start-up behaviours a new user meets, one flag each:
 --count FILE         append a line to FILE when the process starts (counts starts)
 --start-delay S      sleep S seconds before reading stdin (a first npx/uvx download)
 --banner TEXT        print TEXT to stdout at start (not JSON-RPC)
---exit-at-start N    print ``--stderr`` TEXT to stderr and exit with status N at once
---stderr TEXT        the line printed by --exit-at-start
+--stderr TEXT        print TEXT to stderr at start
+--exit-at-start N    exit with status N at once (after --banner and --stderr)
 --silent             read every line, answer nothing
 --late-probe S       answer ``server/discover`` (with -32601) only S seconds later,
                      everything else at once; the tool ``after_late_probe`` answers
@@ -83,8 +83,9 @@ def main() -> int:
             f.write("started\n")
     if args.banner:
         print(args.banner, flush=True)
-    if args.exit_at_start is not None:
+    if args.stderr:
         print(args.stderr, file=sys.stderr, flush=True)
+    if args.exit_at_start is not None:
         return args.exit_at_start
     time.sleep(args.start_delay)
     late_done = threading.Event()
