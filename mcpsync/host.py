@@ -85,6 +85,17 @@ def qualified_name(server: str, tool: str, separator: str = SEPARATOR) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", server) + separator + tool
 
 
+def _per_server(value: Mapping[str, Any] | None, what: str) -> dict[str, tuple[str, ...]]:
+    """``{server (or "*"): globs}`` checked: ConfigError for anything else."""
+    from .filters import globs
+
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{what}: expected {{server name: [tool globs]}}, got {value!r}")
+    return {str(k): globs(patterns, f"{what}[{k!r}]") for k, patterns in value.items()}
+
+
 def ask_on_terminal(entry: ServerEntry) -> bool:
     """A consent hook for interactive scripts: asks y/N on the terminal."""
     what = "run" if entry.is_stdio else "connect to"
@@ -190,6 +201,9 @@ class Host:
     ``Session.connect`` (tests, custom wiring); ``session_kwargs`` go to every
     ``Session.connect`` call (``client_info``, ``on_log``, ``sampling_handler`` ...);
     ``auth_factory(entry)`` builds the ``auth=`` object for entries with OAuth settings.
+    ``include_tools`` / ``exclude_tools``: ``{server: tool name globs}`` (key ``"*"``: every
+    server without its own key); for that server they replace the entry's
+    ``includeTools`` / ``excludeTools``. Hidden tools are not in the namespace.
 
     ``start()`` (or ``with Host(...) as host``) brings up the eager entries, at most
     ``max_parallel`` at a time, and returns when each has finished or ``start_timeout``
@@ -210,6 +224,8 @@ class Host:
         separator: str = SEPARATOR,
         inputs: Any = None,
         spawn_stdio: bool | None = None,
+        include_tools: Mapping[str, Any] | None = None,
+        exclude_tools: Mapping[str, Any] | None = None,
     ) -> None:
         if isinstance(config, str | Path) or isinstance(config, Mapping):
             config = load_config(config, inputs=inputs)
@@ -237,6 +253,10 @@ class Host:
         self._session_kwargs = dict(session_kwargs or {})
         self._auth_factory = auth_factory
         self._separator = separator
+        self._tool_globs = {
+            "include_tools": _per_server(include_tools, "include_tools"),
+            "exclude_tools": _per_server(exclude_tools, "exclude_tools"),
+        }
         self._max_parallel = max_parallel
         self._slots = threading.BoundedSemaphore(max_parallel)
         self._start_timeout = start_timeout
@@ -405,6 +425,10 @@ class Host:
                 t0 = time.monotonic()
                 kwargs = s.entry.connect_kwargs(auth_factory=self._auth_factory)
                 kwargs.update(self._session_kwargs)
+                for key, per_server in self._tool_globs.items():
+                    globs = per_server.get(s.name, per_server.get("*"))
+                    if globs is not None:  # the host's list for this server replaces the entry's
+                        kwargs[key] = list(globs)
                 if self._spawn_stdio and isinstance(kwargs.get("target"), list):
                     kwargs["target"] = self._stdio_transport(s, kwargs)
                 session = self._connect(**kwargs)

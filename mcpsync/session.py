@@ -27,7 +27,6 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, InvalidStateError
 from typing import TYPE_CHECKING, Any, Literal
 
-from .config import command_name
 from .connection import Connection, Progress
 from .errors import (
     CapabilityError,
@@ -38,6 +37,7 @@ from .errors import (
     ServerError,
     ServerExited,
 )
+from .filters import NameFilter, ToolExcluded
 from .handshake import Handshake
 from .modern import ModernFuture, ModernWire, negotiate, resolve_era, server_identity
 from .transports.base import Transport
@@ -235,6 +235,7 @@ class Session:
         }
         self._subscriptions: dict[str, list[Callable[[str], None]]] = {}
         self._notification_callbacks: list[Callable[[str, dict[str, Any]], None]] = []
+        self._tool_filter: NameFilter | None = None  # include_tools / exclude_tools
 
     # -- bring-up ----------------------------------------------------------------------
 
@@ -261,6 +262,8 @@ class Session:
         roots: Sequence[Any] | Callable[[], Sequence[Any]] | None = None,
         on_log: Callable[[Any], None] | None = None,
         strict: bool = True,
+        include_tools: str | Sequence[str] | None = None,
+        exclude_tools: str | Sequence[str] | None = None,
     ) -> Session:
         """Bring up a session and return it ready for use.
 
@@ -272,6 +275,9 @@ class Session:
         for servers that are not 2026-07-28 (see ``mcpsync.modern``); "legacy" or
         "modern" force one; a pinned ``protocol_version`` pins its era. The session's
         ``era``, ``protocol_version`` and ``era_reason`` say what was chosen and why.
+
+        ``include_tools`` / ``exclude_tools``: tool name globs (``fnmatch``; exclude wins).
+        A hidden tool is not listed, and calling it raises ``ToolExcluded`` (nothing sent).
         """
         started = time.perf_counter()
         # one deadline for the whole bring-up: probe, initialize, fallbacks and restarts
@@ -289,7 +295,7 @@ class Session:
             from .transports.stdio import StdioTransport
 
             argv = list(target)
-            name = name or command_name(argv)  # the package or script, not "node"
+            name = name or os.path.basename(str(argv[0]))
             candidates = [
                 lambda: StdioTransport(argv, env=env, cwd=cwd, inherit_env=inherit_env, name=name)
             ]
@@ -298,6 +304,7 @@ class Session:
                 f"cannot connect to {target!r}: give a URL, a command as a list of arguments, or a Transport"
             )
         resolve_era(era, protocol_version)  # ConfigError before anything starts
+        tool_filter = NameFilter.of(include_tools, exclude_tools)
         server_key, credential_key = server_identity(
             target, env=env, cwd=cwd, headers=headers, auth=auth
         )
@@ -313,6 +320,7 @@ class Session:
             session._init_args = {"client_info": info, "protocol_version": protocol_version, "timeout": connect_timeout,
                                   "era": era, "server_key": server_key, "credential_key": credential_key}  # fmt: skip
             session._keep_alive = auth
+            session._tool_filter = tool_filter
             try:
                 conn.start()
                 session.phases["transport"] = time.perf_counter() - t0
@@ -631,7 +639,13 @@ class Session:
                     self._tools_by_name = {t.name: t for t in self._tools}
 
         future.add_done_callback(remember)
+        if self._tool_filter is not None:
+            return _Derived(future, self._visible_tools, self._conn)
         return future
+
+    def _visible_tools(self, tools: Sequence[Tool]) -> list[Tool]:
+        keep = self._tool_filter
+        return [t for t in tools if keep is None or keep.allows(t.name)]
 
     def list_tools(self, *, refresh: bool = False) -> list[Tool]:
         """Every tool the server offers (all pages). Cached until the server says the list changed."""
@@ -639,12 +653,17 @@ class Session:
             if refresh:
                 self._modern.forget_cached("tools/list")
         elif not refresh and self._tools is not None:
-            return list(self._tools)
+            return self._visible_tools(self._tools)
         return list(self._wait(self.submit_list_tools()))
 
     def _tool_call(
         self, name: str, arguments: Mapping[str, Any] | None, meta: Mapping[str, Any] | None
     ) -> tuple[dict[str, Any], Callable[[Any], Any]]:
+        if self._tool_filter is not None and not self._tool_filter.allows(name):
+            raise ToolExcluded(
+                f"tool {name!r} is hidden by the tool filters of session {self.name!r} "
+                f"({self._tool_filter.describe()}); nothing was sent"
+            )
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = dict(arguments)
