@@ -388,6 +388,13 @@ class Connection:
                 self._retire(call, again)
         elif isinstance(exc, MCPSyncError):
             self._retire(call, exc)
+        elif isinstance(exc, KeyboardInterrupt):
+            # Ctrl-C while sending (stdio defers it to the message boundary: the request went
+            # out): cancel this call, tell the server, and let the interrupt go on.
+            if self._pending.pop(call.id, None) is not None:
+                call.settle(None, RequestCancelled(f"{call.method} was cancelled (Ctrl-C)"))
+                self._send_cancelled(call, "cancelled by the client")
+            raise exc
         else:
             self._retire(call, TransportError(f"sending {call.method} failed: {exc!r}"))
             if not isinstance(exc, Exception):

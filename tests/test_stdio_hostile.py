@@ -111,3 +111,74 @@ def test_an_oversize_reply_fails_its_call_at_once(no_leaks):
             s.call_tool("big", {"bytes": 1_000_000}, timeout=30)
         assert time.monotonic() - started < 10
         assert text(s.call_tool("echo", {"message": "after"})) == "after"
+
+
+def test_a_write_to_a_server_that_stopped_reading_is_bounded(no_leaks):
+    transport = StdioTransport([*HOSTILE], shutdown_timeout=0.5)
+    s = mcpsync.Session.connect(transport, era="legacy", timeout=20)
+    try:
+        assert text(s.call_tool("stop_reading", {})) == "not reading any more"
+        big = "x" * (1024 * 1024)  # far more than a pipe holds
+        started = time.monotonic()
+        with pytest.raises((mcpsync.RequestTimeout, mcpsync.TransportError)):
+            s.call_tool("echo", {"message": big}, timeout=2)
+        assert time.monotonic() - started < 4, "the write was not bounded by the call's timeout"
+        # A second writer waits for the first one's bound, not forever; close() from another
+        # thread while it waits ends it at once and is bounded itself.
+        outcome: list[BaseException] = []
+
+        def blocked_writer() -> None:
+            try:
+                s.call_tool("echo", {"message": big}, timeout=60)
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                outcome.append(exc)
+
+        worker = threading.Thread(target=blocked_writer)
+        worker.start()
+        deadline = time.monotonic() + 10
+        while not transport._write_lock.locked() and time.monotonic() < deadline:  # noqa: SLF001
+            threading.Event().wait(0.01)
+        started = time.monotonic()
+        closer = threading.Thread(target=s.close)
+        closer.start()
+        closer.join(8)
+        worker.join(8)
+        assert not closer.is_alive() and not worker.is_alive()
+        assert time.monotonic() - started < 8, "close() was not bounded"
+        assert outcome and isinstance(outcome[0], mcpsync.MCPSyncError)
+    finally:
+        s.close()
+
+
+def _grandchild_pid(transport: StdioTransport) -> int:
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        for line in transport.stderr_tail().splitlines():
+            if line.strip().isdigit():
+                return int(line)
+        threading.Event().wait(0.02)
+    raise AssertionError("the grandchild did not report its pid")
+
+
+def test_no_thread_outlives_close_when_a_grandchild_keeps_stderr_open(no_leaks):
+    import os
+    import signal
+
+    transport = StdioTransport([*HOSTILE, "grandchild"], shutdown_timeout=0.5)
+    first = mcpsync.Session.connect(transport, era="legacy", timeout=20)
+    grandchild = _grandchild_pid(transport)
+    try:
+        assert text(first.call_tool("echo", {"message": "one"})) == "one"
+        first.close()
+        leftover = [t.name for t in threading.enumerate() if t.name.startswith("mcpsync-stdio")]
+        assert not leftover, f"threads alive after close(): {leftover}"
+        # The next session reuses the descriptor numbers: every one of its calls is answered.
+        with connect() as second:
+            for i in range(30):
+                assert text(second.call_tool("echo", {"message": str(i)}, timeout=5)) == str(i)
+    finally:
+        first.close()
+        try:
+            os.kill(grandchild, signal.SIGKILL)
+        except ProcessLookupError:
+            pass

@@ -16,6 +16,25 @@ background reader thread holds the role only while no caller is waiting, so
 notifications and server requests are read when the client is idle. On platforms
 without ``select.poll`` the background thread does all the reading.
 
+Ctrl-C: a KeyboardInterrupt must never land inside the reading or writing of the pipes
+(a chunk read but not fed, a reply taken from the table but not settled, the reader role
+never released, half a message written). So while the main thread reads or writes (the
+only thread Python delivers SIGINT to), SIGINT is deferred: mcpsync installs, once, a SIGINT
+handler that behaves as Python's default one (``signal.default_int_handler``) except inside
+those regions, where it only records the signal and wakes the poll; the region then ends at
+the next message boundary and raises the KeyboardInterrupt, which cancels the caller's own
+call and nothing else. A handler the application installed itself is left alone.
+
+Writes are bounded: stdin is non-blocking; a write that does not fit waits in ``poll()``
+for at most the request's timeout (``write_timeout`` for messages without one). A message
+left half-written by a timeout is finished by the next write before anything else, so the
+server never sees two messages spliced.
+
+Descriptors: every thread that reads a descriptor polls it with a stop pipe beside it, so
+it ends when the transport closes, and a descriptor is closed only once no thread can read
+it any more (the threads joined, the reader role taken); a grandchild that keeps stderr
+open cannot keep a thread alive or make one read a reused descriptor number.
+
 Shutdown, in the order the MCP specification gives for stdio: close the child's stdin,
 wait for it to exit, then SIGTERM, wait, then SIGKILL — sent to the child's whole
 process group so the server's own children go too. Every wait is bounded.
@@ -33,6 +52,7 @@ import subprocess
 import sys
 import threading
 import time
+from _thread import get_ident
 from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
@@ -85,6 +105,45 @@ class MessageTooLarge(ProtocolError):
         super().__init__(message)
 
 
+class _SigintGuard:
+    """Defers SIGINT while the main thread reads or writes a stdio pipe (see the docstring)."""
+
+    def __init__(self) -> None:
+        self.depth = 0  # the main thread's nesting of guarded regions
+        self.pending = False  # a SIGINT came inside a region
+        self.current: StdioTransport | None = None  # the transport the main thread is in
+        self.installed = False
+
+    def install(self) -> None:
+        """Called in the main thread: take SIGINT over if the default handler has it."""
+        self.installed = True  # one try: an application's own handler is left alone
+        try:
+            if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+                signal.signal(signal.SIGINT, self.handler)
+        except (ValueError, OSError):  # pragma: no cover - not the main thread / no signals
+            pass
+
+    def handler(self, signum: int, frame: Any) -> None:
+        if self.depth <= 0:
+            signal.default_int_handler(signum, frame)  # raises KeyboardInterrupt
+        self.pending = True
+        current = self.current
+        if current is not None:
+            current.wakeup()  # the region's poll returns; it ends at a message boundary
+
+    def leave(self, previous: StdioTransport | None) -> None:
+        """End a region; raise the deferred KeyboardInterrupt when it was the outermost."""
+        self.current = previous
+        self.depth -= 1
+        if self.pending and self.depth <= 0:
+            self.pending = False
+            raise KeyboardInterrupt
+
+
+_GUARD = _SigintGuard()
+_MAIN_IDENT = threading.main_thread().ident
+
+
 def default_environment() -> dict[str, str]:
     """The allow-listed part of this process's environment a server inherits by default."""
     env = {}
@@ -112,6 +171,7 @@ class StdioTransport(Transport):
         max_message_bytes: int = 512 * 1024 * 1024,
         stderr_tail_lines: int = 40,
         shutdown_timeout: float = 2.0,
+        write_timeout: float = 10.0,
     ) -> None:
         if isinstance(argv, (str, bytes)) or not argv:
             raise ConfigError(
@@ -124,18 +184,23 @@ class StdioTransport(Transport):
         self.env = {**base, **(dict(env) if env else {})}
         self.max_message_bytes = max_message_bytes
         self.shutdown_timeout = shutdown_timeout
+        #: bound of a write that has no timeout of its own (notifications, replies)
+        self.write_timeout = write_timeout
         self.process: subprocess.Popen[bytes] | None = None
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=stderr_tail_lines)
         self._noise: collections.deque[str] = collections.deque(maxlen=_NOISE_LINES)
         self._server_log = logging.getLogger(f"mcpsync.server.{self.name}")
         self._write_lock = threading.Lock()
         self._stdin: IO[bytes] | None = None
+        self._stdin_fd = -1
+        self._owed = b""  # the rest of a message a timed-out write left half-written
         self._reader: threading.Thread | None = None
         self._stderr_reader: threading.Thread | None = None
         self._closing = threading.Event()
         # the reader role and the line buffer it guards
         self._role = threading.Lock()
         self._role_cv = threading.Condition()
+        self._role_owner = 0  # the thread ident holding the role (0: none)
         self._parked: dict[int, tuple[Any, threading.Event]] = {}  # callers waiting for the role
         self._waiting: list[None] = []  # one entry per caller inside wait_for
         self._last_send = 0.0
@@ -148,6 +213,7 @@ class StdioTransport(Transport):
         self._fd = -1
         self._caller_poll: Any = None
         self._wake_r = self._wake_w = -1
+        self._stop_r = self._stop_w = -1  # readable once closing: ends every poll at once
         self.wait_for = self._wait_for if hasattr(select, "poll") else None
 
     # -- Transport -------------------------------------------------------------------
@@ -175,6 +241,8 @@ class StdioTransport(Transport):
         except (OSError, ValueError) as exc:
             raise TransportError(f"cannot start server {self.argv[0]!r}: {exc}") from exc
         self._stdin = self.process.stdin
+        assert self._stdin is not None
+        self._stdin_fd = self._stdin.fileno()
         self._bind(on_message, on_close, on_error)
         self._stderr_reader = threading.Thread(
             target=self._drain_stderr, name=f"mcpsync-stdio-stderr[{self.name}]", daemon=True
@@ -182,13 +250,18 @@ class StdioTransport(Transport):
         assert self.process.stdout is not None
         self._fd = self.process.stdout.fileno()
         if self.wait_for is not None:
+            # Reads only after poll() said so, writes wait in poll(): nothing blocks unbounded.
+            os.set_blocking(self._fd, False)
+            os.set_blocking(self._stdin_fd, False)
             self._caller_poll = select.poll()
             self._caller_poll.register(self._fd, select.POLLIN)
             # A reading caller sleeps in poll(); wakeup() writes here to make it look again.
             self._wake_r, self._wake_w = os.pipe()
-            os.set_blocking(self._wake_r, False)
-            os.set_blocking(self._wake_w, False)
+            self._stop_r, self._stop_w = os.pipe()
+            for fd in (self._wake_r, self._wake_w, self._stop_r, self._stop_w):
+                os.set_blocking(fd, False)
             self._caller_poll.register(self._wake_r, select.POLLIN)
+            self._caller_poll.register(self._stop_r, select.POLLIN)
         # daemon: a session the caller forgot to close must not hang interpreter exit
         self._reader = threading.Thread(
             target=self._background_reader, name=f"mcpsync-stdio-reader[{self.name}]", daemon=True
@@ -198,26 +271,113 @@ class StdioTransport(Transport):
 
     def send(self, message: Message, *, timeout: float | None = None) -> None:
         data = encode(message) + b"\n"
-        stdin = self._stdin
-        if stdin is None or self._closing.is_set():
+        if self._stdin is None or self._closing.is_set():
             raise TransportError(f"stdio transport to {self.name!r} is closed")
+        if get_ident() != _MAIN_IDENT:
+            self._write(data, timeout)
+            return
+        guard = _GUARD  # the main thread: a Ctrl-C waits for the message boundary
+        if not guard.installed:
+            guard.install()
+        guard.depth += 1
+        previous, guard.current = guard.current, self
         try:
-            with self._write_lock:
-                self._last_send = time.monotonic()  # the caller will read the reply itself
-                stdin.write(data)  # bufsize=0: a raw pipe, one write per message
+            self._write(data, timeout)
+        finally:
+            guard.leave(previous)
+
+    def _write(self, data: bytes, timeout: float | None) -> None:
+        """Write one whole message, bounded by ``timeout`` (else ``write_timeout``)."""
+        bound = self.write_timeout if timeout is None else timeout
+        if not self._write_lock.acquire(timeout=max(bound, 0.0)):
+            raise TransportError(
+                f"server {self.name!r} did not read its stdin within {bound:g} s "
+                "(another write is still waiting)"
+            )
+        try:
+            if self._closing.is_set():
+                raise TransportError(f"stdio transport to {self.name!r} is closed")
+            self._last_send = time.monotonic()  # the caller will read the reply itself
+            if self._owed:  # finish the message a timed-out write left half-written
+                self._owed = self._write_rest(self._owed, time.monotonic() + bound, bound)
+                if self._owed:
+                    raise TransportError(
+                        f"server {self.name!r} did not read its stdin within {bound:g} s"
+                    )
+            try:
+                written = os.write(self._stdin_fd, data)  # one write per message, usually
+            except BlockingIOError:
+                written = 0
+            if written < len(data):
+                rest = self._write_rest(data[written:], time.monotonic() + bound, bound)
+                if rest:
+                    if len(rest) < len(data):
+                        self._owed = rest  # the server has part of it: the rest goes first
+                    if _GUARD.pending and get_ident() == _MAIN_IDENT:
+                        return  # Ctrl-C: the KeyboardInterrupt follows as the region ends
+                    raise TransportError(
+                        f"server {self.name!r} did not read its stdin within {bound:g} s"
+                    )
         except (BrokenPipeError, ValueError, OSError) as exc:
+            if isinstance(exc, TransportError):
+                raise
             raise self._exit_error("server stopped reading its stdin") from exc
+        finally:
+            self._write_lock.release()
+
+    def _write_rest(self, data: bytes, deadline: float, bound: float) -> bytes:
+        """Write ``data`` as the pipe takes it until ``deadline``; return what is left."""
+        if not hasattr(select, "poll"):  # pragma: no cover - blocking pipes there
+            os.write(self._stdin_fd, data)
+            return b""
+        poller = select.poll()
+        poller.register(self._stdin_fd, select.POLLOUT)
+        if self._stop_r >= 0:
+            poller.register(self._stop_r, select.POLLIN)
+        view = memoryview(data)
+        main = get_ident() == _MAIN_IDENT
+        while view:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            if main:  # a Ctrl-C stops the wait; the rest is owed to the next write
+                if _GUARD.pending:
+                    break
+                remaining = min(remaining, 0.05)
+            for fd, events in poller.poll(remaining * 1000):
+                if fd == self._stop_r:
+                    raise TransportError(f"stdio transport to {self.name!r} is closed")
+                if events & (select.POLLERR | select.POLLHUP):
+                    raise BrokenPipeError
+            try:
+                view = view[os.write(self._stdin_fd, view) :]
+            except BlockingIOError:
+                continue
+        return bytes(view)
 
     def close(self) -> None:
-        if self._closing.is_set():
+        main = get_ident() == _MAIN_IDENT
+        if main:  # a Ctrl-C during close() waits until it is done (bounded)
+            _GUARD.depth += 1
+            previous, _GUARD.current = _GUARD.current, self
+        try:
+            if self._closing.is_set():
+                self._join_threads()
+                return
+            self._closing.set()
+            if self._stop_w >= 0:
+                try:
+                    os.write(self._stop_w, b"x")  # every poll on the stop pipe returns now
+                except OSError:
+                    pass
+            proc = self.process
+            if proc is not None:
+                self._shutdown(proc)
             self._join_threads()
-            return
-        self._closing.set()
-        proc = self.process
-        if proc is not None:
-            self._shutdown(proc)
-        self._join_threads()
-        self._report_close(None)
+            self._report_close(None)
+        finally:
+            if main:
+                _GUARD.leave(previous)
 
     # -- internals -------------------------------------------------------------------
 
@@ -250,25 +410,46 @@ class StdioTransport(Transport):
 
         ``future``: anything with ``done()``; ``deadline``: a ``time.monotonic()`` value.
         """
+        if get_ident() != _MAIN_IDENT:
+            self._take_turns(future, deadline)
+            return
+        guard = _GUARD  # the main thread: a Ctrl-C waits for the message boundary
+        if not guard.installed:
+            guard.install()
+        guard.depth += 1
+        previous, guard.current = guard.current, self
+        try:
+            self._take_turns(future, deadline)
+        finally:
+            guard.leave(previous)
+
+    def _take_turns(self, future: Any, deadline: float) -> None:
+        guard = _GUARD
         waiting = self._waiting
         waiting.append(None)  # list.append/pop are atomic: no lock on the hot path
         try:
-            while not future.done() and not self._eof:
+            while not future.done() and not self._eof and not guard.pending:
                 if self._role.acquire(blocking=False):
+                    self._role_owner = get_ident()
                     try:
-                        self._read_until(future, deadline)
+                        if not self._closing.is_set():
+                            self._read_until(future, deadline)
                     finally:
-                        self._role.release()
-                        if self._parked:
-                            self._wake_parked(hand_over=True)
+                        self._release_role()
                     return
                 # Another thread reads; it wakes us when our reply came or it is done.
                 remaining = deadline - time.monotonic()
-                if remaining <= 0:
+                if remaining <= 0 or self._closing.is_set():
                     return
                 self._park(future, min(remaining, 0.05))
         finally:
             waiting.pop()
+
+    def _release_role(self) -> None:
+        self._role_owner = 0
+        self._role.release()
+        if self._parked:
+            self._wake_parked(hand_over=True)
 
     def _read_until(self, future: Any, deadline: float) -> None:
         """The reader role's loop in a waiting caller: poll, read, deliver."""
@@ -283,12 +464,14 @@ class StdioTransport(Transport):
                 return
             for ready, _ in events:
                 if ready != fd:
+                    if ready == self._stop_r:
+                        return  # closing
                     self._drain_wakeups()
                     if self._parked:  # their replies may have been resolved elsewhere
                         self._wake_parked()
                     continue
                 self._read_once()
-            if future.done() or self._eof:
+            if future.done() or self._eof or _GUARD.pending or self._closing.is_set():
                 return
 
     def _park(self, future: Any, timeout: float) -> None:
@@ -332,6 +515,7 @@ class StdioTransport(Transport):
         poller = select.poll() if self.wait_for is not None else None
         if poller is not None:
             poller.register(self._fd, select.POLLIN)
+            poller.register(self._stop_r, select.POLLIN)
         while not self._eof and not self._closing.is_set():
             if poller is not None:
                 with self._role_cv:
@@ -339,17 +523,17 @@ class StdioTransport(Transport):
                     if self._waiting or time.monotonic() - self._last_send < _CALLER_GRACE:
                         self._role_cv.wait(_CALLER_GRACE)
                         continue
-                if not poller.poll(100):
+                events = poller.poll(100)
+                if not events or any(fd == self._stop_r for fd, _ in events):
                     continue
             if not self._role.acquire(blocking=False):
                 continue
+            self._role_owner = get_ident()
             try:
-                if not self._eof:
+                if not self._eof and not self._closing.is_set():
                     self._read_once()
             finally:
-                self._role.release()
-            if self._parked:
-                self._wake_parked(hand_over=True)
+                self._release_role()
 
     def _read_once(self) -> None:
         """Read what stdout has (the caller holds the role) and deliver complete lines."""
@@ -357,6 +541,8 @@ class StdioTransport(Transport):
             # 64 KiB: under glibc's mmap threshold (a 256 KiB buffer costs an mmap/munmap
             # pair and page faults on every read, ~13 us a call).
             chunk = os.read(self._fd, 65536)
+        except BlockingIOError:
+            return  # nothing after all (poll said readable): look again
         except OSError:
             chunk = b""
         if not chunk:
@@ -449,13 +635,33 @@ class StdioTransport(Transport):
         pending = b""
         logger = self._server_log
         tail = self._stderr_tail
+        poller = None
+        if self._stop_r >= 0:  # bounded reads: stop once closing, even if stderr stays open
+            os.set_blocking(fd, False)
+            poller = select.poll()
+            poller.register(fd, select.POLLIN)
+            poller.register(self._stop_r, select.POLLIN)
+        leftover = 1 << 20  # once closing: at most this much more of what is already there
         while True:
+            if poller is not None:
+                closing = self._closing.is_set()
+                events = poller.poll(0 if closing else None)
+                if not any(ready == fd for ready, _ in events):
+                    if closing or any(ready == self._stop_r for ready, _ in events):
+                        break
+                    continue
             try:
                 chunk = os.read(fd, 65536)
+            except BlockingIOError:
+                continue
             except OSError:
                 break
             if not chunk:
                 break
+            if self._closing.is_set():
+                leftover -= len(chunk)
+                if leftover < 0:
+                    break
             pending += chunk
             *lines, pending = pending.split(b"\n")
             if len(pending) > 65536:  # a huge line without newline: keep only its start
@@ -471,12 +677,8 @@ class StdioTransport(Transport):
 
     def _shutdown(self, proc: subprocess.Popen[bytes]) -> None:
         timeout = self.shutdown_timeout
-        try:
-            if proc.stdin is not None:
-                with self._write_lock:
-                    proc.stdin.close()
-        except OSError:
-            pass
+        # Writers see the stop pipe and give the lock up at once; bounded all the same.
+        self._close_stdin(timeout)
         try:
             proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -505,6 +707,20 @@ class StdioTransport(Transport):
             while self._group_alive(proc.pid) and time.monotonic() < deadline:
                 time.sleep(0.005)
 
+    def _close_stdin(self, timeout: float) -> None:
+        """Close our end of stdin once no writer can use it (writers stop on the stop pipe)."""
+        proc = self.process
+        if proc is None or proc.stdin is None or proc.stdin.closed:
+            return
+        if not self._write_lock.acquire(timeout=timeout):
+            return  # a writer is stuck past its bound: the signals end the server instead
+        try:
+            proc.stdin.close()
+        except OSError:
+            pass
+        finally:
+            self._write_lock.release()
+
     @staticmethod
     def _group_alive(pgid: int) -> bool:
         try:
@@ -529,24 +745,42 @@ class StdioTransport(Transport):
             pass
 
     def _join_threads(self) -> None:
+        """Join the threads, then close each descriptor no thread can read any more."""
         proc = self.process
+        alive = []
         for thread in (self._reader, self._stderr_reader):
             if thread is None or thread is threading.current_thread():
                 continue
             thread.join(timeout=self.shutdown_timeout)
             if thread.is_alive():
+                alive.append(thread)
                 log.warning("mcpsync: thread %s did not stop", thread.name)
-        for fd in (self._wake_r, self._wake_w):
-            if fd >= 0:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
-        self._wake_r = self._wake_w = -1
-        if proc is not None:
-            for pipe in (proc.stdout, proc.stderr):
-                if pipe is not None:
+        if alive:  # leave their descriptors open rather than let a reused number be read
+            return
+        # A caller may still hold the reader role (between poll and read): wait it out,
+        # unless it is this thread (close() from a callback run while reading).
+        mine = self._role_owner == get_ident() and self._role.locked()
+        role = mine or self._role.acquire(timeout=self.shutdown_timeout)
+        try:
+            if not role:
+                log.warning("mcpsync: a caller still reads %s; its pipes stay open", self.name)
+                return
+            for fd in (self._wake_r, self._wake_w, self._stop_r, self._stop_w):
+                if fd >= 0:
                     try:
-                        pipe.close()
+                        os.close(fd)
                     except OSError:
                         pass
+            self._wake_r = self._wake_w = self._stop_r = self._stop_w = -1
+            if proc is not None:
+                for pipe in (proc.stdout, proc.stderr):
+                    if pipe is not None:
+                        try:
+                            pipe.close()
+                        except OSError:
+                            pass
+            self._fd = -1
+            self._close_stdin(self.shutdown_timeout)
+        finally:
+            if role and not mine:
+                self._role.release()
