@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, InvalidStateError
 from typing import TYPE_CHECKING, Any, Literal
 
+from .config import command_name
 from .connection import Connection, Progress
 from .errors import (
     CapabilityError,
@@ -295,7 +296,7 @@ class Session:
             from .transports.stdio import StdioTransport
 
             argv = list(target)
-            name = name or os.path.basename(str(argv[0]))
+            name = name or command_name(argv)  # the package or script, not "node"
             candidates = [
                 lambda: StdioTransport(argv, env=env, cwd=cwd, inherit_env=inherit_env, name=name)
             ]
