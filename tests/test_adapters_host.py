@@ -137,3 +137,52 @@ def test_a_host_with_server_everything_and_the_demo():
             ],
         )
     assert [i["output"] for i in out] == ["Echo: e", "d", "3"]
+
+
+def test_whole_replies_of_each_sdk_are_dispatched():
+    from anthropic.types import Message
+    from openai.types.responses import Response
+
+    server = app_server([ECHO])
+    with mcpsync.Session.connect(server.transport, timeout=10) as s:
+        message = Message.model_validate({
+            "id": "msg_1", "type": "message", "role": "assistant", "model": "m",
+            "content": [{"type": "text", "text": "Let me echo."},
+                        {"type": "tool_use", "id": "t1", "name": "echo", "input": {"m": "a"}}],
+            "stop_reason": "tool_use", "stop_sequence": None,
+            "usage": {"input_tokens": 1, "output_tokens": 1},
+        })  # fmt: skip
+        assert [b["tool_use_id"] for b in adapters.dispatch(s, message)] == ["t1"]
+        response = Response.model_validate({
+            "id": "resp_1", "object": "response", "created_at": 0, "model": "m",
+            "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
+            "output": [
+                {"type": "reasoning", "id": "rs_1", "summary": []},
+                {"type": "function_call", "call_id": "c1", "name": "echo", "arguments": '{"m": "b"}'},
+                {"type": "function_call", "call_id": "c2", "name": "echo", "arguments": '{"m": "c"}'},
+            ],
+        })  # fmt: skip
+        assert [i["output"] for i in adapters.dispatch(s, response)] == ['{"m": "b"}', '{"m": "c"}']
+        reply = types.GenerateContentResponse(
+            candidates=[
+                types.Candidate(
+                    content=types.Content(
+                        role="model",
+                        parts=[
+                            types.Part(text="ok"),
+                            types.Part(
+                                function_call=types.FunctionCall(name="echo", args={"m": "d"})
+                            ),
+                        ],
+                    )
+                )
+            ]  # fmt: skip
+        )
+        (part,) = adapters.dispatch(s, reply)
+        assert part["function_response"]["response"] == {"output": '{"m": "d"}'}
+        (part,) = adapters.dispatch(s, reply.candidates[0].content)
+        assert part["function_response"]["name"] == "echo"
+        assert adapters.dispatch(s, {"role": "assistant", "content": "no calls"}) == []
+    assert [c["arguments"]["m"] for c in server.calls] == ["a", "b", "c", "d", "d"]
+    with pytest.raises(mcpsync.ConfigError, match="not a tool call"):
+        adapters.dispatch(s, {"type": "text", "text": "hi"})

@@ -13,9 +13,10 @@ dicts the SDKs accept (their ``...Param`` TypedDicts, ``google.genai.types`` dic
 ``source`` is a ``Session``, a ``Host`` (its flat namespace; ``qualified=True`` for
 ``server__tool`` everywhere) or a :class:`ToolSet` (a source plus a filter, shared by the
 definitions and the dispatch). ``dispatch(source, call)`` takes one tool call as the SDK
-returns it (or its dict) and returns that provider's tool-result item; given a list (or
-an OpenAI assistant message), it runs every call concurrently and returns a list in the
-same order. Items of the list that are not tool calls (text blocks, reasoning items) are
+returns it (or its dict) and returns that provider's tool-result item; given a list, or a
+whole reply (an OpenAI ``ChatCompletionMessage`` or Responses ``Response``, an Anthropic
+``Message``, a google-genai ``GenerateContentResponse`` or ``Content``), it runs every call
+concurrently and returns a list in the same order. Items of the list that are not tool calls (text blocks, reasoning items) are
 skipped. Whatever the model got wrong (bad JSON, an unknown or hidden tool) and whatever
 failed on the way (server error, timeout) comes back as an error result the model reads.
 """
@@ -101,6 +102,22 @@ def _calls_of(tool_call: Any) -> tuple[list[Any], bool]:
     """The tool calls inside ``tool_call`` and whether one result (not a list) is wanted."""
     if isinstance(tool_call, list | tuple):
         return list(tool_call), False
+    if getattr(tool_call, "object", None) == "response":  # an OpenAI Responses Response
+        return list(getattr(tool_call, "output", None) or ()), False
+    if type(tool_call).__name__ == "GenerateContentResponse":  # google-genai
+        return list(getattr(tool_call, "function_calls", None) or ()), False
+    if type(tool_call).__name__ == "Content" and hasattr(tool_call, "parts"):  # google-genai
+        return list(tool_call.parts or ()), False
+    kind = (
+        tool_call.get("type")
+        if isinstance(tool_call, Mapping)
+        else getattr(tool_call, "type", None)
+    )
+    if kind == "message" and (
+        isinstance(tool_call, Mapping) or isinstance(getattr(tool_call, "content", None), list)
+    ):  # an Anthropic Message (or a Responses output message: no calls in it)
+        content = tool_call.get("content") if isinstance(tool_call, Mapping) else tool_call.content
+        return list(content if isinstance(content, list) else ()), False
     listed = getattr(tool_call, "tool_calls", None)  # an OpenAI ChatCompletionMessage
     if listed is None and isinstance(tool_call, Mapping) and "role" in tool_call:
         listed = tool_call.get("tool_calls")
