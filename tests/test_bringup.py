@@ -132,3 +132,30 @@ def test_reset_timeout_on_progress_without_an_on_progress_callback(no_leaks):
         # max_timeout still caps the whole call
         with pytest.raises(RequestTimeout):
             s.call_tool("slow", slow, timeout=1.5, reset_timeout_on_progress=True, max_timeout=2)
+
+
+def test_every_timeout_knob_is_documented():
+    import inspect
+    import pathlib
+
+    root = pathlib.Path(__file__).resolve().parent.parent
+    api = (root / "docs" / "session-api.md").read_text()
+    readme = (root / "README.md").read_text()
+    timeouts = readme.split("## Timeouts", 1)[1].split("\n## ", 1)[0]
+    knobs = set()
+    for method in (
+        "connect",
+        "call_tool",
+        "submit_call_tool",
+        "read_resource",
+        "get_prompt",
+        "ping",
+    ):
+        params = inspect.signature(getattr(mcpsync.Session, method)).parameters
+        knobs |= {p for p in params if "timeout" in p}
+    knobs |= {p for p in inspect.signature(mcpsync.Host).parameters if "timeout" in p}
+    assert {"connect_timeout", "timeout", "reset_timeout_on_progress", "max_timeout"} <= knobs
+    for knob in sorted(knobs):
+        assert f"`{knob}" in api, f"docs/session-api.md does not document {knob}"
+        assert knob in timeouts, f"the README's Timeouts section does not mention {knob}"
+    assert "shutdown_timeout" in api and "shutdown_timeout" in timeouts
