@@ -23,7 +23,8 @@ import mcpsync
 from mcpsync.auth import OAuth
 from mcpsync.auth.discovery import discover_protected_resource
 from mcpsync.errors import AuthError, HTTPStatusError, ProtocolError
-from mcpsync.transports.streamable_http import StreamableHTTPTransport
+from mcpsync.transports.legacy_sse import LegacySSETransport
+from mcpsync.transports.streamable_http import StreamableHTTPTransport, response_id
 
 DEEP = b"[" * 100_000
 TOOLS = {"tools": [{"name": "t", "inputSchema": {"type": "object"}}]}
@@ -200,3 +201,61 @@ def test_oauth_metadata_same_origin_redirect_is_followed(no_leaks):
             "/.well-known/oauth-protected-resource/mcp",
             "/meta/prm.json",
         ]
+
+
+def test_oversized_notification_on_a_request_stream_does_not_fail_the_call(no_leaks, caplog):
+    caplog.set_level(logging.WARNING, logger="mcpsync")
+
+    def on_call(req: Req, message: dict[str, Any]) -> None:
+        if tools_list(req, message):
+            return
+        req.start_sse()
+        log_params = {"level": "info", "data": "y" * 200_000}
+        req.event({"jsonrpc": "2.0", "method": "notifications/message", "params": log_params})
+        req.event(text_result(message["id"], "after the big log"))
+
+    with ScriptedServer(sse_server(on_call)) as server:
+        transport = StreamableHTTPTransport(server.url, max_event_bytes=100_000, name="small")
+        with mcpsync.Session.connect(transport, timeout=15, era="legacy") as s:
+            assert s.call_tool("t", {}).content[0].text == "after the big log"
+    assert protocol_warnings(caplog, "exceeded 100000 bytes")
+
+
+class _BigLegacy(LegacyServer):
+    """Answers ``tools/call`` with ``{"big": true}`` by a 200 kB text."""
+
+    def answer(self, message: dict[str, Any]) -> dict[str, Any] | None:
+        reply = super().answer(message)
+        if message.get("method") == "tools/call" and message["params"]["arguments"].get("big"):
+            assert reply is not None
+            reply["result"]["content"][0]["text"] = "z" * 200_000
+        return reply
+
+
+def test_legacy_reply_over_a_lowered_size_limit_fails_its_call_at_once(no_leaks):
+    with _BigLegacy() as server:
+        transport = LegacySSETransport(server.url, max_event_bytes=100_000, name="small")
+        with mcpsync.Session.connect(transport, timeout=15) as s:
+            assert s.call_tool("echo", {"message": "small"}).content[0].text == "small"
+            started = time.monotonic()
+            with pytest.raises(ProtocolError, match="100000"):
+                s.call_tool("echo", {"message": "x", "big": True})
+            assert time.monotonic() - started < 5, "the call waited for its timeout"
+            assert s.call_tool("echo", {"message": "again"}).content[0].text == "again"
+
+
+@pytest.mark.parametrize(
+    ("head", "expected"),
+    [
+        (b'{"jsonrpc":"2.0","id":7,"result":{"content":[{"id":9', 7),
+        (b'  {"id" : "a\\"b" , "error" : {"code"', 'a"b'),
+        (b'{"result":{"id":3,"x":"', None),  # a nested id is not the reply's
+        (b'{"jsonrpc":"2.0","id":5,"method":"sampling/createMessage","params":{', None),
+        (b'{"jsonrpc":"2.0","error":{"code":1},"id":12', None),  # may go on: 123...
+        (b'{"id":true,"result":1', None),
+        (b'[{"id":1,"result":', None),
+        (b"\xff\xfe garbage", None),
+    ],
+)
+def test_response_id_reads_only_a_complete_top_level_id(head, expected):
+    assert response_id(head) == expected

@@ -32,6 +32,7 @@ from typing import NamedTuple
 __all__ = ["SSEEvent", "SSEParser", "EventTooLarge"]
 
 _BOM = b"\xef\xbb\xbf"
+_HEAD = 256  # bytes of a too-large event's data kept for EventTooLarge.head
 _MAX_RETRY_DIGITS = 12  # 10^12 ms is 31 years: longer values count as that
 
 
@@ -44,11 +45,16 @@ class SSEEvent(NamedTuple):
 
 
 class EventTooLarge(Exception):
-    """One event grew past the parser's limit; the parser skips it and goes on."""
+    """One event grew past the parser's limit; the parser skips it and goes on.
 
-    def __init__(self, size: int, limit: int) -> None:
+    ``head``: the first bytes (up to 256) of its data, so a caller can tell whose reply it
+    was (``streamable_http.response_id``).
+    """
+
+    def __init__(self, size: int, limit: int, head: bytes = b"") -> None:
         self.size = size
         self.limit = limit
+        self.head = head
         super().__init__(f"an SSE event exceeded {limit} bytes and was discarded")
 
 
@@ -75,6 +81,7 @@ class SSEParser:
         "_skip_line",
         "_at_start",
         "_head",
+        "_big_head",
     )
 
     def __init__(self, max_event_bytes: int = 256 * 1024 * 1024) -> None:
@@ -91,6 +98,7 @@ class SSEParser:
         self._skip_line = False  # the current line overflowed: drop it up to its end
         self._at_start = True  # nothing of this stream read yet: a BOM may come
         self._head = b""  # the first bytes while they may still be a split BOM
+        self._big_head = b""  # the start of the data of an event over the cap
 
     def feed(self, chunk: bytes) -> Iterator[SSEEvent | EventTooLarge]:
         """Parse ``chunk``; yield every event it completes."""
@@ -133,7 +141,7 @@ class SSEParser:
                     yield event
             elif len(line) > self.max_event_bytes:  # the same verdict as when it came in pieces
                 if line.startswith(b"data:"):
-                    self._too_large(len(line))
+                    self._too_large(len(line), line[: _HEAD + 6])
             else:
                 self._field(line)
 
@@ -158,8 +166,22 @@ class SSEParser:
         self._head = b""
         return head[3:] if head.startswith(_BOM) else head
 
-    def _too_large(self, size: int) -> None:
-        """The current event is over the cap: drop its data, report it at its end."""
+    def _too_large(self, size: int, line_head: bytes = b"") -> None:
+        """The current event is over the cap: drop its data, report it at its end.
+        ``line_head``: the start of the ``data:`` line that went over (not in ``_data``)."""
+        if not self._oversize:  # keep the start of its data: who it was for
+            head = bytearray()
+            pieces = list(self._data[:_HEAD])
+            if line_head:
+                value = line_head[5:]
+                pieces.append(value[1:] if value[:1] == b" " else value)
+            for piece in pieces:
+                if head:
+                    head += b"\n"
+                head += piece[: _HEAD - len(head)]
+                if len(head) >= _HEAD:
+                    break
+            self._big_head = bytes(head)
         self._oversize += size
         self._data.clear()
         self._data_bytes = 0
@@ -172,8 +194,9 @@ class SSEParser:
         self._parts.append(piece)
         self._part_bytes += len(piece)
         if self._part_bytes > self.max_event_bytes:  # a line over the cap: never kept whole
-            if b"".join(self._parts[:5])[:5] == b"data:":  # 5 pieces hold 5 bytes
-                self._too_large(self._part_bytes)
+            start = b"".join(self._parts[: _HEAD + 6])[: _HEAD + 6]  # pieces are not empty
+            if start[:5] == b"data:":
+                self._too_large(self._part_bytes, start)
             self._skip_line = True
             self._parts.clear()
             self._part_bytes = 0
@@ -211,8 +234,9 @@ class SSEParser:
 
     def _dispatch(self) -> SSEEvent | EventTooLarge | None:
         if self._oversize:
-            error = EventTooLarge(self._oversize, self.max_event_bytes)
+            error = EventTooLarge(self._oversize, self.max_event_bytes, self._big_head)
             self._oversize = 0
+            self._big_head = b""
             self._reset_event()
             return error
         if not self._data:
@@ -228,3 +252,4 @@ class SSEParser:
         self._data_bytes = 0
         self._event = ""
         self._oversize = 0
+        self._big_head = b""

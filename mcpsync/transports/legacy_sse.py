@@ -38,8 +38,10 @@ from .base import Message, OnClose, OnError, OnMessage, Transport
 from .streamable_http import (
     ACCEPT_SSE,
     HTTPClient,
+    ReplyTooLarge,
     Target,
     _discard,
+    response_id,
     safe_url,
     shutdown_response,
     status_error,
@@ -236,7 +238,16 @@ class LegacySSETransport(Transport):
                     break
                 for event in parser.feed(chunk):
                     if isinstance(event, EventTooLarge):
-                        self._report(ProtocolError(f"{self.describe()}: {event}"))
+                        owner = response_id(event.head)  # fail that call now, if we can tell
+                        if owner is None:
+                            self._report(ProtocolError(f"{self.describe()}: {event}"))
+                        else:
+                            self._report(
+                                ReplyTooLarge(
+                                    f"{self.describe()}: reply to request {owner!r}: {event}",
+                                    request_id=owner,
+                                )
+                            )
                         continue
                     if event.event == "endpoint":
                         if self.endpoint is None:

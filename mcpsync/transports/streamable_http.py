@@ -32,6 +32,7 @@ import base64
 import collections
 import http.client
 import io
+import json
 import logging
 import os
 import re
@@ -71,6 +72,7 @@ __all__ = [
     "StreamableHTTPTransport",
     "ResponseLost",
     "ReplyTooLarge",
+    "response_id",
     "HTTPClient",
     "Target",
     "translate_error",
@@ -254,6 +256,80 @@ def translate_error(exc: BaseException, what: str) -> MCPSyncError:
     ):
         return ConfigError(f"{what}: invalid URL")
     return ConnectError(f"{what}: {type(exc).__name__}: {reason(None)}")
+
+
+_ID_SCAN = json.JSONDecoder().raw_decode
+_WS = " \t\r\n"
+
+
+def _top_keys(head: bytes) -> tuple[set[str], Any]:
+    """The top-level keys of the JSON object whose text starts with ``head`` (as far as it
+    goes) and its ``id`` when that is a complete string or integer (else None)."""
+    keys: set[str] = set()
+    rid: Any = None
+    text = head.decode("utf-8", "ignore").lstrip(_WS)
+    if not text.startswith("{"):
+        return keys, rid
+    depth, i, n, key_next = 0, 0, len(text), False
+    while i < n:
+        c = text[i]
+        if c == '"':
+            end = i + 1
+            while end < n and text[end] != '"':
+                end += 2 if text[end] == "\\" else 1
+            if end >= n:
+                break  # cut off inside a string
+            if depth == 1 and key_next:
+                colon = end + 1
+                while colon < n and text[colon] in _WS:
+                    colon += 1
+                if colon >= n or text[colon] != ":":
+                    break
+                key = text[i + 1 : end]
+                keys.add(key)
+                key_next = False
+                i = colon + 1
+                if key == "id":
+                    while i < n and text[i] in _WS:
+                        i += 1
+                    try:
+                        value, i = _ID_SCAN(text, i)
+                    except ValueError:
+                        break  # cut off, or not a plain value
+                    if i >= n:
+                        break  # a number may go on past the cut
+                    if type(value) in (int, str):
+                        rid = value
+                continue
+            i = end + 1
+            continue
+        if c in "{[":
+            depth += 1
+            key_next = depth == 1
+        elif c in "}]":
+            depth -= 1
+        elif c == "," and depth == 1:
+            key_next = True
+        i += 1
+    return keys, rid
+
+
+def response_id(head: bytes) -> Any:
+    """The id of the JSON-RPC response whose text starts with ``head``, or None.
+
+    For a reply over the size limit, from its first bytes only: a response when its
+    top-level keys include ``id`` (a string or integer) and ``result`` or ``error``, and no
+    ``method``. Nested keys, and anything cut off, are not taken for the id.
+    """
+    keys, rid = _top_keys(head)
+    if "method" in keys or rid is None or not ({"result", "error"} & keys):
+        return None
+    return rid
+
+
+def _names_method(head: bytes) -> bool:
+    """True when ``head`` starts a request or notification (a top-level ``method``)."""
+    return "method" in _top_keys(head)[0]
 
 
 def status_error(status: int, method: str, url: str, body: bytes) -> HTTPStatusError:
@@ -1201,19 +1277,29 @@ class StreamableHTTPTransport(Transport):
                     return None
                 for event in parser.feed(chunk):
                     if isinstance(event, EventTooLarge):
-                        if rid is not None and not stream.answered:
-                            # On a request's own stream an event we cannot accept is its reply,
-                            # or part of its exchange: fail that request now (not at its
-                            # timeout) and stop reading a stream nobody waits for.
-                            stream.answered = True
-                            self._report(
-                                ReplyTooLarge(
-                                    f"{self.describe()}: reply to request {rid!r}: {event}",
-                                    request_id=rid,
-                                )
+                        # Fail the request the reply was for now, not at its timeout: the
+                        # one its first bytes name, else (on a request's own stream, unless
+                        # it is a notification or a server request) the stream's request.
+                        owner = response_id(event.head)
+                        if (
+                            owner is None
+                            and rid is not None
+                            and not stream.answered
+                            and not _names_method(event.head)
+                        ):
+                            owner = rid
+                        if owner is None:
+                            self._report(ProtocolError(f"{self.describe()}: {event}"))
+                            continue
+                        self._report(
+                            ReplyTooLarge(
+                                f"{self.describe()}: reply to request {owner!r}: {event}",
+                                request_id=owner,
                             )
+                        )
+                        if owner == rid and type(owner) is type(rid):
+                            stream.answered = True  # nobody waits on this stream any more
                             return None
-                        self._report(ProtocolError(f"{self.describe()}: {event}"))
                         continue
                     if event.event != "message" or not event.data.strip():
                         continue  # priming events, other event types
