@@ -11,12 +11,25 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 from typing import Any
 
+import pytest
 import requests
 from servers.launch import SERVERS_DIR, start_server
+from test_http_transport import (
+    Collector,
+    Req,
+    ScriptedServer,
+    handshake,
+    init_result,
+    json_server,
+    request,
+)
 
 import mcpsync
+from mcpsync.errors import RequestTimeout, SessionExpired, TransportError
+from mcpsync.transports.streamable_http import StreamableHTTPTransport
 
 READY = r"http_expiring_server ready: http://127\.0\.0\.1:(\d+)/"
 THREADS, CALLS, EXPIRE_EVERY, EXPIRIES = 8, 45, 50, 6
@@ -70,6 +83,7 @@ def test_expiry_under_concurrency_reinitializes_once_per_expiry(no_leaks):
                 t.join(120)
             assert not any(t.is_alive() for t in threads), "callers still blocked after 120 s"
             counts = stats(server)
+            print("server counters:", counts)
             assert failures == [], failures[:5]
             assert wrong == []
             assert sum(answered) == THREADS * CALLS
@@ -80,3 +94,60 @@ def test_expiry_under_concurrency_reinitializes_once_per_expiry(no_leaks):
             assert counts["calls"] == THREADS * CALLS + 1, counts
             # still usable on the last session
             assert s.call_tool("echo", {"message": "after"}).content[0].text == "after"
+
+
+def test_waiting_for_a_reinitialization_is_bounded_and_close_ends_it(no_leaks):
+    """Raw transport: the leader that never re-initializes holds nobody past their timeout;
+    after that the next request leads; close() releases a waiting sender at once."""
+    state = {"session": "sess-1"}
+
+    def extra(req: Req, message: dict[str, Any]) -> bool:
+        if message.get("method") == "initialize":
+            req.send_json(init_result(message["id"]), headers={"Mcp-Session-Id": state["session"]})
+            return True
+        if req.headers.get("mcp-session-id") != state["session"]:
+            req.send(404 if "mcp-session-id" in req.headers else 400, b"no")
+            return True
+        return False
+
+    with ScriptedServer(json_server(extra)) as server:
+        c = Collector()
+        t = StreamableHTTPTransport(server.url, name="t")
+        t.start(*c.callbacks())
+        handshake(t, c)
+        state["session"] = "sess-2"
+        with pytest.raises(SessionExpired):
+            t.send(request(2, "tools/list"))  # the leader; it does not re-initialize
+        posts = len(server.posts())
+        started = time.monotonic()
+        with pytest.raises(RequestTimeout, match="not re-initialized"):
+            t.send(request(3, "tools/list"), timeout=0.5)
+        assert 0.4 < time.monotonic() - started < 5
+        with pytest.raises(SessionExpired):
+            t.send(request(4, "tools/list"))  # the next request leads
+        assert len(server.posts()) == posts  # none of them went out without a session id
+
+        outcome: list[BaseException] = []
+        waiting = threading.Thread(
+            target=lambda: _capture(outcome, t.send, request(5, "tools/list"), timeout=30),
+            name="test-waiter",
+        )
+        waiting.start()
+        deadline = time.monotonic() + 10
+        # the waiter must be blocked in the transport before close(): look at the condition
+        while not t._session_cond._waiters and time.monotonic() < deadline:  # type: ignore[attr-defined]
+            time.sleep(0.01)  # polling another thread's state: there is no event to wait on
+        assert t._session_cond._waiters  # type: ignore[attr-defined]
+        started = time.monotonic()
+        t.close()
+        waiting.join(10)
+        assert not waiting.is_alive() and time.monotonic() - started < 5
+        assert isinstance(outcome[0], TransportError)
+        assert all(r.headers.get("mcp-session-id") for r in server.posts()[1:])
+
+
+def _capture(outcome: list[BaseException], fn: Any, *args: Any, **kwargs: Any) -> None:
+    try:
+        fn(*args, **kwargs)
+    except BaseException as exc:  # noqa: BLE001 - the test looks at it
+        outcome.append(exc)
