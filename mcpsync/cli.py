@@ -26,7 +26,14 @@ from pathlib import Path
 from typing import IO, Any
 
 from . import display
-from .config import ServerEntry, default_config_paths, load_config, oauth_for_entry, parse_entry
+from .config import (
+    ServerEntry,
+    command_name,
+    default_config_paths,
+    load_config,
+    oauth_for_entry,
+    parse_entry,
+)
 from .errors import (
     CapabilityError,
     ConfigError,
@@ -608,10 +615,13 @@ def _connect(target: Target, out: _Out, ns: argparse.Namespace) -> Any:
 
     kwargs = dict(target.kwargs)
     _import_client(kwargs)
-    name = kwargs.get("name") or (
-        os.path.basename(kwargs["target"][0]) if isinstance(kwargs["target"], list) else None
-    )
-    kwargs["on_log"] = out.on_log(name or "server")
+    target_ = kwargs["target"]
+    if not kwargs.get("name"):  # the name Session.connect would choose, said once for both
+        if isinstance(target_, list):
+            kwargs["name"] = command_name(target_)
+        elif isinstance(target_, str):
+            kwargs["name"] = _host_of(target_)
+    kwargs["on_log"] = out.on_log(kwargs.get("name") or "server")
     try:
         session = Session.connect(**kwargs)
     except KeyboardInterrupt:

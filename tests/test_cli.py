@@ -765,3 +765,14 @@ def test_inspect_timings_start_after_the_client_imports():
         "resources/templates/list",
         "prompts/list",
     }
+
+
+def test_server_lines_carry_the_sessions_name():
+    from mcpsync.config import command_name
+
+    p = run_demo("call", "log", "level=warning", "message=disk almost full")
+    assert p.returncode == 0, p.stderr
+    name = command_name(DEMO)  # what Session.connect names this server
+    assert name not in ("python", sys.executable)
+    assert f"[{name}/demo] warning: disk almost full" in p.stderr  # a log notification
+    assert f"[{name}] [mcpsync-demo] ready on stdio" in p.stderr  # the server's stderr
