@@ -965,7 +965,9 @@ class StreamableHTTPTransport(Transport):
                 if self._expiry is None:
                     hdrs, sent_session = self._post_headers, self._post_session
                 else:  # the session expired: wait for the re-initialization (or lead it)
-                    hdrs, sent_session = self._await_session(method, is_request, read_timeout)
+                    hdrs, sent_session, read_timeout = self._await_session(
+                        method, is_request, read_timeout
+                    )
             if self._post(message, method, is_request, hdrs, sent_session, read_timeout, headers):
                 return
         raise SessionExpired(
@@ -1100,10 +1102,11 @@ class StreamableHTTPTransport(Transport):
 
     def _await_session(
         self, method: str | None, is_request: bool, read_timeout: float | None
-    ) -> tuple[dict[str, str], str | None]:
+    ) -> tuple[dict[str, str], str | None, float | None]:
         """Called with the state lock held while ``_expiry`` is set: the headers to send with
-        once the new session is up; raises ``SessionExpired`` to the request that is to lead
-        the re-initialization, ``RequestTimeout`` when it does not come in time."""
+        once the new session is up, and what is left of ``read_timeout``; raises
+        ``SessionExpired`` to the request that is to lead the re-initialization,
+        ``RequestTimeout`` when it does not come in time."""
         if not is_request:
             raise SessionExpired(
                 f"{self.describe()}: the session expired and is being re-initialized; "
@@ -1116,7 +1119,8 @@ class StreamableHTTPTransport(Transport):
             if self._closing.is_set():
                 raise TransportError(f"{self.describe()}: transport is closed")
             if self._expiry is None:
-                return self._post_headers, self._post_session
+                left = None if read_timeout is None else max(deadline - time.monotonic(), 0.01)
+                return self._post_headers, self._post_session, left
             if self._expiry is _STALE:
                 self._expiry = _LEADER
                 self._expiry_generation += 1
