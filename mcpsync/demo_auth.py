@@ -27,7 +27,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qs, urlencode, urlsplit
+from urllib.parse import parse_qs, unquote_plus, urlencode, urlsplit
 
 __all__ = ["DemoAuthorizationServer", "Reply", "PATHS"]
 
@@ -278,8 +278,6 @@ class DemoAuthorizationServer:
                 raw = base64.b64decode(authorization[6:].strip()).decode()
             except ValueError:
                 return _oauth_error(401, "invalid_client", "bad Basic credentials")
-            from urllib.parse import unquote_plus
-
             user, _, password = raw.partition(":")
             client_id, secret = unquote_plus(user), unquote_plus(password)
         with self._lock:
