@@ -125,3 +125,31 @@ def test_ctrl_c_storm_loses_nothing_and_wedges_nothing(no_leaks):
         )
     finally:
         s.close()
+
+
+def test_ctrl_c_right_after_the_reader_role_is_taken_releases_it(no_leaks):
+    # Deterministic: a profile hook raises SIGINT the moment the main thread's acquire of the
+    # reader role returns; the call is cancelled, the role is free, the session answers.
+    with mcpsync.Session.connect(HOSTILE, era="legacy", timeout=10) as s:
+        assert s.call_tool("echo", {"message": "warm"}).content[0].text == "warm"
+        role = s.transport._role  # noqa: SLF001
+        fired = []
+
+        def hook(frame, event, arg) -> None:
+            if not fired and event == "c_return" and getattr(arg, "__self__", None) is role:
+                fired.append(1)
+                signal.raise_signal(signal.SIGINT)
+
+        interrupted = False
+        sys.setprofile(hook)
+        try:
+            s.call_tool("sleep", {"seconds": 0.5}, timeout=10)
+        except KeyboardInterrupt:
+            interrupted = True
+        finally:
+            sys.setprofile(None)
+        assert fired and interrupted
+        assert not role.locked()
+        assert not s.connection._pending  # noqa: SLF001 - the interrupted call was retired
+        for i in range(5):
+            assert s.call_tool("echo", {"message": str(i)}, timeout=5).content[0].text == str(i)
