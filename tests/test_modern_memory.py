@@ -1136,13 +1136,16 @@ def test_discover_reply_with_malformed_supported_versions_falls_back_to_legacy(n
 def test_reset_timeout_on_progress_without_an_on_progress_callback(no_leaks):
     import time
 
+    finished = threading.Semaphore(0)
+
     def slow(message):  # 2 s of work, a progress report every 0.2 s
         token = message["params"].get("_meta", {}).get("progressToken")
         for step in range(10):
-            time.sleep(0.2)
+            time.sleep(0.2)  # the server's work, not synchronisation
             if token is not None:
                 server.notify("notifications/progress", {"progressToken": token, "progress": step})
-        return text_result("done")
+        server.reply(message["id"], text_result("done"))
+        finished.release()  # after the reply: nothing is sent once the test moves on
 
     server = modern_fake(handlers={"tools/call": slow})
     with connect(server) as s:
@@ -1151,3 +1154,5 @@ def test_reset_timeout_on_progress_without_an_on_progress_callback(no_leaks):
         assert result.content[0].text == "done"
         with pytest.raises(mcpsync.RequestTimeout):
             s.call_tool("slow", {}, timeout=1.0)
+        for _ in range(2):  # both handlers done before the pair closes
+            assert finished.acquire(timeout=30)
