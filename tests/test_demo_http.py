@@ -169,3 +169,56 @@ def test_detach_prints_the_pid_and_kill_stops_it():
         except psutil.TimeoutExpired:
             assert proc.status() == psutil.STATUS_ZOMBIE
     assert not _listening(port)
+
+
+def _code_flow(base: str, verifier: str, resource: str) -> tuple[dict, dict]:
+    """Register a confidential client and run the code grant by hand: (client, tokens)."""
+    reg = requests.post(
+        f"{base}/register", json={"redirect_uris": ["http://127.0.0.1:1/cb"]}, timeout=5
+    ).json()
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest())
+    query = {
+        "response_type": "code",
+        "client_id": reg["client_id"],
+        "redirect_uri": "http://127.0.0.1:1/cb",
+        "code_challenge": challenge.rstrip(b"=").decode(),
+        "code_challenge_method": "S256",
+        "resource": resource,
+    }
+    r = requests.get(f"{base}/authorize?" + urlencode(query), allow_redirects=False, timeout=5)
+    code = parse_qs(urlsplit(r.headers["Location"]).query)["code"][0]
+    form = {
+        "grant_type": "authorization_code",
+        "code": code,
+        "redirect_uri": "http://127.0.0.1:1/cb",
+        "code_verifier": verifier,
+    }
+    auth = (reg["client_id"], reg["client_secret"])
+    tokens = requests.post(f"{base}/token", data=form, auth=auth, timeout=5).json()
+    return reg, tokens
+
+
+def test_refresh_tokens_rotate_and_client_secrets_are_checked():
+    with DemoHTTPServer(auth=True) as server:
+        base = server.origin
+        reg, tokens = _code_flow(base, "x" * 60, server.url)
+        assert server.auth_server.check(tokens["access_token"], server.url)
+        auth = (reg["client_id"], reg["client_secret"])
+        form = {"grant_type": "refresh_token", "refresh_token": tokens["refresh_token"]}
+        wrong = requests.post(f"{base}/token", data=form, auth=(reg["client_id"], "no"), timeout=5)
+        assert wrong.status_code == 401 and wrong.json()["error"] == "invalid_client"
+        fresh = requests.post(f"{base}/token", data=form, auth=auth, timeout=5).json()
+        assert fresh["access_token"] != tokens["access_token"]
+        assert fresh["refresh_token"] != tokens["refresh_token"]
+        again = requests.post(f"{base}/token", data=form, auth=auth, timeout=5)
+        assert again.status_code == 400  # the old refresh token was rotated away
+        assert server.auth_server.check(fresh["access_token"], server.url)
+        assert not server.auth_server.check(fresh["access_token"], "http://elsewhere/mcp")
+        server.auth_server.revoke_all()
+        r = requests.post(
+            server.url,
+            json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+            headers={"Authorization": f"Bearer {fresh['access_token']}"},
+            timeout=5,
+        )
+        assert r.status_code == 401 and 'error="invalid_token"' in r.headers["WWW-Authenticate"]
