@@ -44,6 +44,7 @@ from .errors import (
 __all__ = [
     "main",
     "build_parser",
+    "tool_arguments",
     "EXIT_OK",
     "EXIT_ERROR",
     "EXIT_USAGE",
