@@ -725,20 +725,17 @@ def _snapshot_file(directory: Path, name: str) -> Path:
 
 
 def _check_snapshot(e: EntryResult, directory: Path) -> EntryResult:
-    from .testing._snapshot import diff_snapshots, snapshot_data
+    import json
+
+    from .testing._snapshot import diff_snapshots, snapshot_data, write_snapshot
 
     if e.listing is None or e.failure is not None:
         return e
     path = _snapshot_file(directory, e.name)
     new = snapshot_data(e.listing)
     if not path.exists():
-        import json
-
-        directory.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(new, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+        write_snapshot(path, new)
         return e
-    import json
-
     changes = diff_snapshots(json.loads(path.read_text(encoding="utf-8")), new)
     if not changes:
         return e

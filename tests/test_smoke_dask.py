@@ -11,9 +11,9 @@ import time
 from pathlib import Path
 
 import pytest
+from test_smoke import entry, tiny, write_config
 
 import mcpsync
-from test_smoke import entry, tiny, write_config
 
 distributed = pytest.importorskip("distributed")
 

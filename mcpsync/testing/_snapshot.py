@@ -19,7 +19,14 @@ from typing import Any
 
 from ..errors import CapabilityError, MCPSyncError
 
-__all__ = ["snapshot", "snapshot_data", "assert_matches_snapshot", "diff_snapshots", "listing_of"]
+__all__ = [
+    "snapshot",
+    "snapshot_data",
+    "assert_matches_snapshot",
+    "diff_snapshots",
+    "listing_of",
+    "write_snapshot",
+]
 
 _SECTIONS = (
     ("tools", "tool", "name"),
@@ -73,16 +80,19 @@ def snapshot_data(listing: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _text(data: Mapping[str, Any]) -> str:
-    return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+def write_snapshot(path: str | os.PathLike[str], data: Mapping[str, Any]) -> None:
+    """Write snapshot data (from :func:`snapshot_data`) in the stable text form."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(
+        json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
 
 
 def snapshot(session: Any, path: str | os.PathLike[str]) -> dict[str, Any]:
     """Write the session's tools/resources/prompts (with schemas) to ``path``; return the data."""
     data = snapshot_data(listing_of(session))
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(_text(data), encoding="utf-8")
+    write_snapshot(path, data)
     return data
 
 
@@ -149,8 +159,7 @@ def assert_matches_snapshot(
     target = Path(path)
     update = update or os.environ.get("MCPSYNC_UPDATE_SNAPSHOTS") == "1"
     if update or not target.exists():
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(_text(new), encoding="utf-8")
+        write_snapshot(target, new)
         return
     old = json.loads(target.read_text(encoding="utf-8"))
     lines = diff_snapshots(old, new)
