@@ -776,3 +776,28 @@ def test_server_lines_carry_the_sessions_name():
     assert name not in ("python", sys.executable)
     assert f"[{name}/demo] warning: disk almost full" in p.stderr  # a log notification
     assert f"[{name}] [mcpsync-demo] ready on stdio" in p.stderr  # the server's stderr
+
+
+def test_tool_arguments_schema_shapes():
+    from mcpsync.cli import UsageError, tool_arguments
+
+    schema = {
+        "type": "object",
+        "definitions": {"n": {"$ref": "#/definitions/m"}, "m": {"type": "number"}},
+        "properties": {
+            "deep": {"$ref": "#/definitions/n"},
+            "both": {"allOf": [{"type": "integer"}, {"minimum": 0}]},
+            "fixed": {"const": 3},
+            "loose": {"anyOf": [{"type": "integer"}, {}]},
+        },
+        "additionalProperties": {"type": "boolean"},
+    }
+    got = tool_arguments("t", ["deep=1.5", "both=2", "fixed=3", "loose=x", "extra=true"], schema)
+    assert got == {"deep": 1.5, "both": 2, "fixed": 3, "loose": "x", "extra": True}
+    assert type(got["both"]) is int and got["extra"] is True
+    with pytest.raises(UsageError, match="extra2='maybe': the tool wants boolean"):
+        tool_arguments("t", ["extra2=maybe"], schema)
+    with pytest.raises(UsageError, match="expected tool arguments as KEY=VALUE"):
+        tool_arguments("t", ["=1"], schema)
+    # a value keeps everything after the first "=", and no schema at all means JSON-or-text
+    assert tool_arguments("t", ["q=a=b", "n=1"], None) == {"q": "a=b", "n": 1}
