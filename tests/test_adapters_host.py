@@ -141,6 +141,7 @@ def test_a_host_with_server_everything_and_the_demo():
 
 def test_whole_replies_of_each_sdk_are_dispatched():
     from anthropic.types import Message
+    from openai.types.chat import ChatCompletionMessage
     from openai.types.responses import Response
 
     server = app_server([ECHO])
@@ -183,6 +184,13 @@ def test_whole_replies_of_each_sdk_are_dispatched():
         (part,) = adapters.dispatch(s, reply.candidates[0].content)
         assert part["function_response"]["name"] == "echo"
         assert adapters.dispatch(s, {"role": "assistant", "content": "no calls"}) == []
-    assert [c["arguments"]["m"] for c in server.calls] == ["a", "b", "c", "d", "d"]
+        final = ChatCompletionMessage.model_validate({"role": "assistant", "content": "done"})
+        assert adapters.dispatch(s, final) == []  # a last reply without calls: nothing to run
+        blocks = {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "t2", "name": "echo", "input": {}}],
+        }
+        assert [b["tool_use_id"] for b in adapters.dispatch(s, blocks)] == ["t2"]
+    assert [c["arguments"].get("m") for c in server.calls] == ["a", "b", "c", "d", "d", None]
     with pytest.raises(mcpsync.ConfigError, match="not a tool call"):
         adapters.dispatch(s, {"type": "text", "text": "hi"})

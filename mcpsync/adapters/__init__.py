@@ -118,10 +118,12 @@ def _calls_of(tool_call: Any) -> tuple[list[Any], bool]:
     ):  # an Anthropic Message (or a Responses output message: no calls in it)
         content = tool_call.get("content") if isinstance(tool_call, Mapping) else tool_call.content
         return list(content if isinstance(content, list) else ()), False
-    listed = getattr(tool_call, "tool_calls", None)  # an OpenAI ChatCompletionMessage
-    if listed is None and isinstance(tool_call, Mapping) and "role" in tool_call:
+    if hasattr(tool_call, "tool_calls"):  # an OpenAI ChatCompletionMessage (maybe without calls)
+        return list(tool_call.tool_calls or ()), False
+    if isinstance(tool_call, Mapping) and "role" in tool_call:  # a message dict
         listed = tool_call.get("tool_calls")
-    if listed is not None or (isinstance(tool_call, Mapping) and "role" in tool_call):
+        if listed is None and isinstance(tool_call.get("content"), list):
+            listed = tool_call["content"]  # {"role": "assistant", "content": [blocks]}
         return list(listed or ()), False
     return [tool_call], True
 
