@@ -150,8 +150,8 @@ class EntryResult:
 
     @property
     def ok(self) -> bool:
-        """Came up (or is disabled), and every call that ran passed."""
-        return self.state in ("ready", "disabled") and self.failure is None
+        """Came up without a failure, or was skipped (disabled, or consent refused)."""
+        return self.state in ("ready", "disabled", "refused") and self.failure is None
 
     @property
     def failures(self) -> list[str]:

@@ -310,6 +310,7 @@ def test_any_executor_and_consent(tmp_path: Path, no_leaks):
         report = mcpsync.smoke(cfg, executor=pool, consent=consent)
     assert asked == ["yes@MainThread", "no@MainThread"]
     assert report["yes"].ok and report["no"].state == "refused"
+    assert report.exit_code == 0  # a refused entry is skipped, as in the JUnit file
 
 
 def test_import_mcpsync_stays_cheap():
