@@ -55,6 +55,7 @@ COMPLEX = {
             "when": {"type": "string", "format": "date-time"},
             "site": {"type": "string", "format": "uri"},
             "pay": {"oneOf": [{"type": "string"}, {"type": "number"}]},
+            "mode": {"const": "fast"},
         },
         "required": ["origin", "destination"],
     },
@@ -177,9 +178,10 @@ def test_strict_mode_rewrites_the_schema_by_the_rules(fake):
     assert props["note"]["type"] == ["string", "null"]
     assert props["when"]["format"] == "date-time"
     assert props["pay"]["anyOf"][-1] == {"type": "null"}
+    assert props["mode"] == {"anyOf": [{"const": "fast"}, {"type": "null"}]}
     # what a strict model sends validates, and so does the original's minimal call
     sent = {"origin": {"code": "AMS"}, "destination": {"code": "SFO"}, "seats": None,
-            "class": None, "note": None, "when": None, "site": None, "pay": 12}  # fmt: skip
+            "class": None, "note": None, "when": None, "site": None, "pay": 12, "mode": None}  # fmt: skip
     jsonschema.validate(sent, params)
     # a schema strict mode cannot express keeps its tool non-strict, unchanged
     store = by_desc["Store any JSON."]
@@ -196,7 +198,7 @@ def test_a_long_name_maps_reversibly_and_strict_nulls_are_dropped(fake):
     assert NAME.match(name) and name.startswith("book_flight_with")
     assert adapters.to_openai(session, strict=True)[0]["function"]["name"] == name  # stable
     args = {"origin": {"code": "AMS"}, "destination": {"code": "SFO"}, "seats": None,
-            "class": None, "note": None, "when": None, "site": None, "pay": None}  # fmt: skip
+            "class": None, "note": None, "when": None, "site": None, "pay": None, "mode": None}  # fmt: skip
     message = adapters.dispatch(session, chat_call("call_1", name, json.dumps(args)))
     fits(message, ChatCompletionToolMessageParam)
     assert message["tool_call_id"] == "call_1"

@@ -67,8 +67,8 @@ def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
     elif isinstance(t, list):
         if "null" not in t:
             schema["type"] = [*t, "null"]
-    else:
-        raise _NotStrict("an optional property without a type")
+    else:  # an enum or const without a type: either it, or null
+        return {"anyOf": [schema, {"type": "null"}]}
     if "enum" in schema and None not in schema["enum"]:
         schema["enum"] = [*schema["enum"], None]
     return schema
