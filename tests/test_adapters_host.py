@@ -194,3 +194,44 @@ def test_whole_replies_of_each_sdk_are_dispatched():
     assert [c["arguments"].get("m") for c in server.calls] == ["a", "b", "c", "d", "d", None]
     with pytest.raises(mcpsync.ConfigError, match="not a tool call"):
         adapters.dispatch(s, {"type": "text", "text": "hi"})
+
+
+def test_a_timeout_or_a_dead_server_becomes_an_error_result_not_an_exception():
+    holder: dict = {}
+
+    def crash(params):
+        holder["server"].crash()  # the connection drops while the call runs
+
+    tools = [
+        ECHO,
+        {"name": "never", "inputSchema": {"type": "object"}},
+        {"name": "crash", "inputSchema": {"type": "object"}},
+    ]
+    server = app_server(
+        tools, {"never": lambda params: None, "crash": crash}
+    )  # never: no reply at all
+    holder["server"] = server
+    with mcpsync.Session.connect(server.transport, timeout=10) as s:
+        timed_out, echoed = adapters.dispatch(
+            s,
+            [
+                {"type": "function_call", "call_id": "1", "name": "never", "arguments": "{}"},
+                {
+                    "type": "function_call",
+                    "call_id": "2",
+                    "name": "echo",
+                    "arguments": '{"m": "x"}',
+                },
+            ],
+            timeout=0.5,
+        )
+        assert timed_out["output"].startswith("Error: tool 'never' failed: RequestTimeout")
+        assert echoed["output"] == '{"m": "x"}'
+        (block,) = adapters.dispatch(
+            s, [{"type": "tool_use", "id": "t", "name": "crash", "input": {}}]
+        )
+        assert block["is_error"] is True and "failed" in block["content"][0]["text"]
+        (after,) = adapters.dispatch(
+            s, [{"type": "tool_use", "id": "u", "name": "echo", "input": {}}]
+        )
+        assert after["is_error"] is True  # the session is gone: still a result, not an exception
