@@ -197,6 +197,7 @@ class StdioTransport(Transport):
         self._reader: threading.Thread | None = None
         self._stderr_reader: threading.Thread | None = None
         self._closing = threading.Event()
+        self._shut = False  # = _closing.is_set(), read on the hot path without a call
         # the reader role and the line buffer it guards
         self._role = threading.Lock()
         self._role_cv = threading.Condition()
@@ -271,62 +272,63 @@ class StdioTransport(Transport):
 
     def send(self, message: Message, *, timeout: float | None = None) -> None:
         data = encode(message) + b"\n"
-        if self._stdin is None or self._closing.is_set():
+        if self._shut or self._stdin is None:
             raise TransportError(f"stdio transport to {self.name!r} is closed")
-        if get_ident() != _MAIN_IDENT:
-            self._write(data, timeout)
-            return
-        guard = _GUARD  # the main thread: a Ctrl-C waits for the message boundary
-        if not guard.installed:
-            guard.install()
-        guard.depth += 1
-        previous, guard.current = guard.current, self
+        main = get_ident() == _MAIN_IDENT
+        if main:  # a Ctrl-C waits for the message boundary (see the module docstring)
+            guard = _GUARD
+            if not guard.installed:
+                guard.install()
+            guard.depth += 1
+            previous, guard.current = guard.current, self
+        lock = self._write_lock
         try:
-            self._write(data, timeout)
-        finally:
-            guard.leave(previous)
-
-    def _write(self, data: bytes, timeout: float | None) -> None:
-        """Write one whole message, bounded by ``timeout`` (else ``write_timeout``)."""
-        bound = self.write_timeout if timeout is None else timeout
-        if not self._write_lock.acquire(timeout=max(bound, 0.0)):
-            raise TransportError(
-                f"server {self.name!r} did not read its stdin within {bound:g} s "
-                "(another write is still waiting)"
-            )
-        try:
-            if self._closing.is_set():
-                raise TransportError(f"stdio transport to {self.name!r} is closed")
-            self._last_send = time.monotonic()  # the caller will read the reply itself
-            if self._owed:  # finish the message a timed-out write left half-written
-                self._owed = self._write_rest(self._owed, time.monotonic() + bound, bound)
-                if self._owed:
-                    raise TransportError(
-                        f"server {self.name!r} did not read its stdin within {bound:g} s"
-                    )
+            bound = self.write_timeout if timeout is None else timeout
+            if not lock.acquire(False) and not lock.acquire(timeout=max(bound, 0.0)):
+                raise TransportError(
+                    f"server {self.name!r} did not read its stdin within {bound:g} s "
+                    "(another write is still waiting)"
+                )
             try:
-                written = os.write(self._stdin_fd, data)  # one write per message, usually
-            except BlockingIOError:
-                written = 0
-            if written < len(data):
-                rest = self._write_rest(data[written:], time.monotonic() + bound, bound)
-                if rest:
-                    if len(rest) < len(data):
-                        self._owed = rest  # the server has part of it: the rest goes first
-                    if _GUARD.pending and get_ident() == _MAIN_IDENT:
-                        return  # Ctrl-C: the KeyboardInterrupt follows as the region ends
-                    raise TransportError(
-                        f"server {self.name!r} did not read its stdin within {bound:g} s"
-                    )
-        except (BrokenPipeError, ValueError, OSError) as exc:
-            if isinstance(exc, TransportError):
-                raise
-            raise self._exit_error("server stopped reading its stdin") from exc
+                if self._shut:
+                    raise TransportError(f"stdio transport to {self.name!r} is closed")
+                self._last_send = time.monotonic()  # the caller will read the reply itself
+                if self._owed:  # finish the message a timed-out write left half-written
+                    self._owed = self._write_rest(self._owed, bound)
+                    if self._owed:
+                        raise TransportError(
+                            f"server {self.name!r} did not read its stdin within {bound:g} s"
+                        )
+                try:
+                    written = os.write(self._stdin_fd, data)  # one write per message, usually
+                except BlockingIOError:
+                    written = 0
+                if written < len(data):
+                    rest = self._write_rest(data[written:], bound)
+                    if rest:
+                        if len(rest) < len(data):
+                            self._owed = rest  # the server has part of it: it goes first
+                        if not (main and _GUARD.pending):  # Ctrl-C: its interrupt follows
+                            raise TransportError(
+                                f"server {self.name!r} did not read its stdin within {bound:g} s"
+                            )
+            except (BrokenPipeError, ValueError, OSError) as exc:
+                if isinstance(exc, TransportError):
+                    raise
+                raise self._exit_error("server stopped reading its stdin") from exc
+            finally:
+                lock.release()
         finally:
-            self._write_lock.release()
+            if main:
+                guard.current = previous
+                guard.depth -= 1
+                if guard.pending and guard.depth <= 0:
+                    guard.pending = False
+                    raise KeyboardInterrupt  # deferred from inside the write
 
-    def _write_rest(self, data: bytes, deadline: float, bound: float) -> bytes:
-        """Write ``data`` as the pipe takes it until ``deadline``; return what is left."""
+    def _write_rest(self, data: bytes, bound: float) -> bytes:
+        """Write ``data`` as the pipe takes it, for at most ``bound`` s; return what is left."""
+        deadline = time.monotonic() + bound
         if not hasattr(select, "poll"):  # pragma: no cover - blocking pipes there
             os.write(self._stdin_fd, data)
             return b""
@@ -364,6 +366,7 @@ class StdioTransport(Transport):
             if self._closing.is_set():
                 self._join_threads()
                 return
+            self._shut = True
             self._closing.set()
             if self._stop_w >= 0:
                 try:
@@ -410,40 +413,38 @@ class StdioTransport(Transport):
 
         ``future``: anything with ``done()``; ``deadline``: a ``time.monotonic()`` value.
         """
-        if get_ident() != _MAIN_IDENT:
-            self._take_turns(future, deadline)
-            return
-        guard = _GUARD  # the main thread: a Ctrl-C waits for the message boundary
-        if not guard.installed:
-            guard.install()
-        guard.depth += 1
-        previous, guard.current = guard.current, self
-        try:
-            self._take_turns(future, deadline)
-        finally:
-            guard.leave(previous)
-
-    def _take_turns(self, future: Any, deadline: float) -> None:
         guard = _GUARD
+        main = get_ident() == _MAIN_IDENT
+        if main:  # a Ctrl-C waits for the message boundary (see the module docstring)
+            if not guard.installed:
+                guard.install()
+            guard.depth += 1
+            previous, guard.current = guard.current, self
         waiting = self._waiting
         waiting.append(None)  # list.append/pop are atomic: no lock on the hot path
         try:
             while not future.done() and not self._eof and not guard.pending:
-                if self._role.acquire(blocking=False):
+                if self._role.acquire(False):
                     self._role_owner = get_ident()
                     try:
-                        if not self._closing.is_set():
+                        if not self._shut:
                             self._read_until(future, deadline)
                     finally:
                         self._release_role()
                     return
                 # Another thread reads; it wakes us when our reply came or it is done.
                 remaining = deadline - time.monotonic()
-                if remaining <= 0 or self._closing.is_set():
+                if remaining <= 0 or self._shut:
                     return
                 self._park(future, min(remaining, 0.05))
         finally:
             waiting.pop()
+            if main:
+                guard.current = previous
+                guard.depth -= 1
+                if guard.pending and guard.depth <= 0:
+                    guard.pending = False
+                    raise KeyboardInterrupt  # deferred from inside the read
 
     def _release_role(self) -> None:
         self._role_owner = 0
@@ -471,7 +472,7 @@ class StdioTransport(Transport):
                         self._wake_parked()
                     continue
                 self._read_once()
-            if future.done() or self._eof or _GUARD.pending or self._closing.is_set():
+            if future.done() or self._eof or _GUARD.pending or self._shut:
                 return
 
     def _park(self, future: Any, timeout: float) -> None:
