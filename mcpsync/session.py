@@ -277,6 +277,12 @@ class Session:
         "modern" force one; a pinned ``protocol_version`` pins its era. The session's
         ``era``, ``protocol_version`` and ``era_reason`` say what was chosen and why.
 
+        ``connect_timeout`` (seconds) bounds the whole bring-up: probe, ``initialize``,
+        fallbacks and restarts share one deadline (an interactive OAuth login excepted);
+        ``timeout`` is the default for each later request. ``name`` labels logs, threads
+        and errors; by default a URL's host, or the package or script an argv runs
+        (``mcpsync.config.command_name``).
+
         ``include_tools`` / ``exclude_tools``: tool name globs (``fnmatch``; exclude wins).
         A hidden tool is not listed, and calling it raises ``ToolExcluded`` (nothing sent).
         """
