@@ -225,6 +225,9 @@ class Session:
         self._roots: Any = None
         self._on_log: Callable[[Any], None] | None = None
         self._server_log = logging.getLogger(f"mcpsync.server.{name}")
+        # child loggers for server-chosen `logger` names: at most _MAX_SERVER_LOGGERS (a
+        # logging.Logger lives as long as the process); the rest log here with their name
+        self._server_loggers: dict[str, logging.Logger] = {}
         self._cache_lock = threading.Lock()
         self._tools: list[Tool] | None = None
         self._tools_by_name: dict[str, Tool] = {}
@@ -947,12 +950,21 @@ class Session:
             self._on_log(_validate("LoggingMessageNotificationParams", params))
             return
         level = _LOG_LEVELS.get(params.get("level", "info"), logging.INFO)
-        logger = (
-            self._server_log.getChild(params["logger"])
-            if params.get("logger")
-            else self._server_log
-        )
-        logger.log(level, "%s", params.get("data"))
+        logger, data, name = self._server_log, params.get("data"), params.get("logger")
+        if name:
+            name = str(name)[:100]
+            child = self._server_loggers.get(name)
+            if child is None and len(self._server_loggers) < _MAX_SERVER_LOGGERS:
+                child = self._server_loggers[name] = self._server_log.getChild(name)
+            if child is not None:
+                logger = child
+            else:  # over the bound: the session's logger, the name in the text and `extra`
+                data = f"[{name}] {data}"
+        logger.log(level, "%s", data, extra={"mcp_logger": name})
+
+
+#: child loggers per session for server-chosen `logger` names (logging never frees a Logger)
+_MAX_SERVER_LOGGERS = 16
 
 
 def _explain_bringup_failure(error: BaseException, transport: Transport) -> None:
