@@ -23,9 +23,10 @@ answered -32022 naming nothing we speak       ``VersionMismatch``
 answered -32020 / -32021                      modern evidence: ``HandshakeError``
 any other JSON-RPC error, an HTTP 4xx whose   legacy (initialize)
 body is not a modern JSON-RPC error
-no answer within the probe bound (stdio)      legacy (initialize)
+no answer within the probe's patience         initialize sent beside it; whichever
+(stdio), but to ``initialize``                is answered decides (legacy here)
 a discover result without a modern version    legacy (initialize)
-a stdio server died, its stderr naming         started again once, remembered as legacy
+a stdio server died, its stderr naming        started again once, remembered as legacy
 ``server/discover`` (old SDKs crash on it)
 transport failure (refused, process died)     raised: no verdict
 ============================================  ==========================================
@@ -133,7 +134,8 @@ CACHEABLE_METHODS = frozenset(
 )
 #: Cap on ``input_required`` rounds for one call.
 DEFAULT_MAX_ROUNDS = 10
-#: Bound on waiting for the ``server/discover`` probe on stdio (silent legacy servers).
+#: stdio: how long the ``server/discover`` probe may go unanswered before ``initialize``
+#: is sent beside it (at most half of ``connect_timeout``; the probe is not given up).
 DEFAULT_PROBE_TIMEOUT = 5.0
 _MAX_TTL_MS = 24 * 3600 * 1000
 #: A listen stream is re-opened after this long (it also bounds the idle read on HTTP).
