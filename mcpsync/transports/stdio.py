@@ -621,6 +621,10 @@ class StdioTransport(Transport):
     def _deliver_line(self, line: bytes) -> None:
         if line.isspace() or not line:
             return
+        if len(line) > self.max_message_bytes:  # whole, but its last piece took it over
+            found = _HEAD_ID.match(line[:512]) or _TAIL_ID.search(line[-512:])
+            self._report_too_large(int(found.group(1)) if found else None)
+            return
         try:
             message = decode(line)
         except ProtocolError as exc:
