@@ -182,3 +182,16 @@ def test_no_thread_outlives_close_when_a_grandchild_keeps_stderr_open(no_leaks):
             os.kill(grandchild, signal.SIGKILL)
         except ProcessLookupError:
             pass
+
+
+def test_server_stderr_is_logged_under_the_servers_logger(caplog, no_leaks):
+    with caplog.at_level("INFO", logger="mcpsync.server"):
+        with connect("stderr_hello", name="weather") as s:
+            # the server wrote it before its first reply; the drain thread logs it (bounded wait)
+            deadline = time.monotonic() + 10
+            while "hello from stderr" not in s.transport.stderr_tail():
+                assert time.monotonic() < deadline
+                threading.Event().wait(0.02)
+            assert text(s.call_tool("echo", {"message": "x"})) == "x"
+    records = [r for r in caplog.records if r.getMessage() == "hello from stderr"]
+    assert records and records[0].name == "mcpsync.server.weather"

@@ -27,6 +27,7 @@ Modes (start-up behaviour):
   stdout before anything else;
 - ``true_id_init``: answers ``initialize`` first with ``"id": true`` (a bogus result), then
   properly;
+- ``stderr_hello``: writes ``hello from stderr`` on stderr at start;
 - ``grandchild``: starts a grandchild that calls ``setsid()`` and keeps the server's stderr open
   for 30 s (printing its pid on stderr first).
 """
@@ -131,6 +132,8 @@ def _call(rid: Any, name: str, args: dict[str, Any]) -> None:
 def main(modes: list[str]) -> int:
     if "noise" in modes:
         _write(b"Starting weather server on port 8000...", b"loading model", b"ready!")
+    if "stderr_hello" in modes:
+        print("hello from stderr", file=sys.stderr, flush=True)
     if "grandchild" in modes:
         code = "import os, sys, time; os.setsid(); print(os.getpid(), file=sys.stderr, flush=True); time.sleep(30)"
         subprocess.Popen([sys.executable, "-c", code])  # inherits our stderr
