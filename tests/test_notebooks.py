@@ -157,6 +157,15 @@ def _check_progress(nb: Any) -> None:
     assert "the session still works" in text
 
 
+@_expects("05-tool-use-loop.ipynb")
+def _check_tool_use_loop(nb: Any) -> None:
+    text = _outputs(nb, "text/plain")
+    assert "'mirror__echo'" in text and "tool: 42" in text and "tool: hello from the mirror" in text
+    assert "the arguments are not valid JSON" in text and "it is filtered out by name" in text
+    assert "final answer: 2 + 40 = 42; the mirror said: hello from the mirror" in text
+    assert '"input_schema"' in text and "2 closed" in text
+
+
 def test_every_notebook_is_covered():
     names = sorted(p.name for p in execute.notebooks())
     assert names == sorted(EXPECTED), "add the new notebook to EXPECTED"
@@ -190,7 +199,7 @@ def _closure(roots: list[str]) -> set[str]:
 
 #: notebook -> distributions it needs beyond the first command; allowed only when the
 #: notebook itself says how to get them (``pip install <name>`` in one of its cells)
-NEEDS: dict[str, list[str]] = {}
+NEEDS: dict[str, list[str]] = {"05-tool-use-loop.ipynb": ["openai"]}
 
 
 def _blocked_modules(needs: Sequence[str] = ()) -> list[str]:
