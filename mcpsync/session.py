@@ -35,6 +35,7 @@ from .errors import (
     HTTPStatusError,
     MCPSyncError,
     ProtocolError,
+    RequestTimeout,
     ServerError,
     ServerExited,
 )
@@ -298,8 +299,8 @@ class Session:
         elif isinstance(target, str) and "://" in target:
             name = name or target.split("://", 1)[1].split("/", 1)[0]
             candidates = _http_candidates(
-                target, transport, name=name, headers=headers, http_session=http_session, auth=auth,
-                timeout=timeout, connect_timeout=connect_timeout,
+                target, transport, deadline, name=name, headers=headers, http_session=http_session,
+                auth=auth, timeout=timeout, connect_timeout=connect_timeout,
             )  # fmt: skip
         elif isinstance(target, (list, tuple)) and target and transport in ("auto", "stdio"):
             from .transports.stdio import StdioTransport
@@ -322,6 +323,10 @@ class Session:
         info = dict(client_info or CLIENT_INFO)
         last_error: BaseException | None = None
         for position, make_transport in enumerate(candidates):
+            if position and deadline is not None and time.monotonic() >= deadline:
+                raise RequestTimeout(
+                    f"bring-up of {name!r} did not finish within connect_timeout={connect_timeout:g} s"
+                ) from last_error
             t0 = time.perf_counter()
             chosen = make_transport()
             conn = Connection(chosen, name=name, default_timeout=timeout)
@@ -1031,8 +1036,14 @@ def _check_schema(instance: Any, schema: dict[str, Any], what: str) -> None:
         ) from None
 
 
-def _http_candidates(url: str, transport: str, **options: Any) -> list[Callable[[], Transport]]:
-    """Transports to try for a URL, in order (Streamable HTTP, then legacy SSE)."""
+def _http_candidates(
+    url: str, transport: str, deadline: float | None, **options: Any
+) -> list[Callable[[], Transport]]:
+    """Transports to try for a URL, in order (Streamable HTTP, then legacy SSE).
+
+    ``deadline``: the bring-up's (``time.monotonic()``); the legacy SSE fallback's wait
+    for its ``endpoint`` event gets what is left of it, not a whole ``connect_timeout``.
+    """
 
     def streamable() -> Transport:
         from .transports.streamable_http import StreamableHTTPTransport
@@ -1042,7 +1053,10 @@ def _http_candidates(url: str, transport: str, **options: Any) -> list[Callable[
     def legacy() -> Transport:
         from .transports.legacy_sse import LegacySSETransport
 
-        return LegacySSETransport(url, **options)
+        left = dict(options)
+        if deadline is not None:
+            left["connect_timeout"] = max(deadline - time.monotonic(), 0.001)
+        return LegacySSETransport(url, **left)
 
     if transport in ("streamable-http", "http"):
         return [streamable]

@@ -8,8 +8,10 @@ stdout is quoted; ``reset_timeout_on_progress`` works without ``on_progress``.
 
 from __future__ import annotations
 
+import http.server
 import logging
 import sys
+import threading
 import time
 
 import pytest
@@ -159,3 +161,52 @@ def test_every_timeout_knob_is_documented():
         assert f"`{knob}" in api, f"docs/session-api.md does not document {knob}"
         assert knob in timeouts, f"the README's Timeouts section does not mention {knob}"
     assert "shutdown_timeout" in api and "shutdown_timeout" in timeouts
+
+
+# -- over HTTP: the legacy SSE fallback shares the deadline -----------------------------------
+
+
+class _SlowNotFound(http.server.BaseHTTPRequestHandler):
+    """POST: 404 after 1.2 s of work (so Streamable HTTP falls back); GET: an event stream
+    that never names its endpoint."""
+
+    stop: threading.Event
+
+    def log_message(self, *args: object) -> None:  # quiet
+        pass
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.stop.wait(1.2)  # the server's own slowness, not synchronisation
+        self.send_response(404)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        self.wfile.write(b": hello\n\n")
+        self.wfile.flush()
+        self.stop.wait(30)
+
+
+def test_the_sse_fallback_shares_the_connect_deadline(no_leaks):
+    stop = threading.Event()
+    handler = type("Handler", (_SlowNotFound,), {"stop": stop})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/mcp"
+    try:
+        started = time.monotonic()
+        with pytest.raises(mcpsync.MCPSyncError) as info:
+            mcpsync.Session.connect(url, connect_timeout=3)
+        elapsed = time.monotonic() - started
+    finally:
+        stop.set()
+        server.shutdown()
+        server.server_close()
+        thread.join(10)
+    assert elapsed <= 3 + 1, f"connect_timeout=3 took {elapsed:.1f} s ({info.value})"
