@@ -155,3 +155,66 @@ def test_ctrl_c_right_after_the_reader_role_is_taken_releases_it(no_leaks):
         assert not s.connection._pending  # noqa: SLF001 - the interrupted call was retired
         for i in range(5):
             assert s.call_tool("echo", {"message": str(i)}, timeout=5).content[0].text == str(i)
+
+
+def test_ctrl_c_during_big_writes_never_splices_what_the_server_reads(no_leaks):
+    # The main thread sends 256 KiB arguments (each write waits for the server to read); SIGINTs
+    # land mid-write. The rest of an interrupted message goes out before the next one.
+    with mcpsync.Session.connect(HOSTILE, era="legacy", timeout=30) as s:
+        assert s.call_tool("echo", {"message": "warm"}).content[0].text == "warm"
+        big = "y" * (256 * 1024)
+        main_ident = threading.main_thread().ident
+        assert main_ident is not None
+        storm_over = threading.Event()
+        worker_errors: list[BaseException] = []
+
+        def storm() -> None:
+            rng = random.Random(99)
+            end = time.monotonic() + 3.0
+            try:
+                while time.monotonic() < end:
+                    threading.Event().wait(rng.uniform(0.0005, 0.01))
+                    signal.pthread_kill(main_ident, signal.SIGINT)
+            finally:
+                storm_over.set()
+
+        def worker() -> None:
+            i = 0
+            while not storm_over.is_set():
+                i += 1
+                try:
+                    r = s.call_tool("echo", {"message": f"w{i}"}, timeout=20)
+                    assert r.content[0].text == f"w{i}"
+                except BaseException as exc:  # noqa: BLE001 - reported below
+                    worker_errors.append(exc)
+                    return
+
+        helper = threading.Thread(target=worker)
+        stormer = threading.Thread(target=storm)
+        answered = interrupted = 0
+
+        def big_calls() -> None:
+            nonlocal answered, interrupted
+            while not storm_over.is_set():
+                try:
+                    r = s.call_tool("echo", {"message": big}, timeout=20)
+                    assert len(r.content[0].text) == len(big)
+                    answered += 1
+                except KeyboardInterrupt:
+                    interrupted += 1
+
+        helper.start()
+        stormer.start()
+        while True:  # an interrupt may also land in this test's own code: go on
+            try:
+                big_calls()
+                threading.Event().wait(0.1)
+                break
+            except KeyboardInterrupt:
+                interrupted += 1
+        stormer.join(5)
+        helper.join(30)
+        assert not helper.is_alive() and not worker_errors, worker_errors[:3]
+        assert interrupted > 0
+        assert s.call_tool("bad_input", {}).content[0].text == "0", "the server read spliced lines"
+        assert s.call_tool("echo", {"message": "after"}).content[0].text == "after"

@@ -19,7 +19,8 @@ Owns: hostile wire behaviour the demo server cannot show. Run as
   ``"id": true`` and one with ``"id": "<id>"``, each with text "wrong", then the real reply;
 - ``big {bytes}``: a reply whose text is ``bytes`` long;
 - ``stop_reading``: replies, then never reads stdin again (sleeps until killed);
-- ``sleep {seconds}``: replies after ``seconds``.
+- ``sleep {seconds}``: replies after ``seconds``;
+- ``bad_input``: replies with the number of stdin lines that were not JSON (spliced writes).
 
 Modes (start-up behaviour):
 
@@ -45,11 +46,12 @@ from typing import Any
 __all__ = ["main"]
 
 TOOLS = ["echo", "deep", "deep_idle", "log_before", "notify_before", "loggers", "flood",
-         "flood_done", "wrong_ids", "big", "stop_reading", "sleep"]  # fmt: skip
+         "flood_done", "wrong_ids", "big", "stop_reading", "sleep", "bad_input"]  # fmt: skip
 
 _out = sys.stdout.buffer
 _lock = threading.Lock()
 _flooded = [0]
+_bad_input = [0]
 
 
 def _write(*messages: Any) -> None:
@@ -122,6 +124,8 @@ def _call(rid: Any, name: str, args: dict[str, Any]) -> None:
     elif name == "stop_reading":
         _write(_reply(rid, "not reading any more"))
         time.sleep(3600)
+    elif name == "bad_input":
+        _write(_reply(rid, str(_bad_input[0])))
     elif name == "sleep":
         time.sleep(float(args.get("seconds", 1)))
         _write(_reply(rid, "slept"))
@@ -141,6 +145,7 @@ def main(modes: list[str]) -> int:
         try:
             message = json.loads(line)
         except ValueError:
+            _bad_input[0] += 1
             continue
         method, rid = message.get("method"), message.get("id")
         if rid is None:
