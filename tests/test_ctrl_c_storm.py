@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 
+import pytest
 from servers.launch import SERVERS_DIR
 
 import mcpsync
@@ -218,3 +219,23 @@ def test_ctrl_c_during_big_writes_never_splices_what_the_server_reads(no_leaks):
         assert interrupted > 0
         assert s.call_tool("bad_input", {}).content[0].text == "0", "the server read spliced lines"
         assert s.call_tool("echo", {"message": "after"}).content[0].text == "after"
+
+
+def test_sigint_goes_back_to_pythons_handler_when_the_last_stdio_session_closes(no_leaks):
+    if stdio._GUARD.open:
+        pytest.skip("a stdio session an earlier test opened in this process is still open")
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    with mcpsync.Session.connect(HOSTILE, era="legacy", timeout=10) as s:
+        with mcpsync.Session.connect(HOSTILE, era="legacy", timeout=10) as t:
+            assert t.call_tool("echo", {"message": "t"}).content[0].text == "t"
+        assert s.call_tool("echo", {"message": "s"}).content[0].text == "s"
+        assert signal.getsignal(signal.SIGINT) == stdio._GUARD.handler  # one still open
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    # An application's own handler is never replaced.
+    mine = signal.signal(signal.SIGINT, lambda *_: None)
+    try:
+        with mcpsync.Session.connect(HOSTILE, era="legacy", timeout=10) as s:
+            assert s.call_tool("echo", {"message": "x"}).content[0].text == "x"
+            assert signal.getsignal(signal.SIGINT) != stdio._GUARD.handler
+    finally:
+        signal.signal(signal.SIGINT, mine)

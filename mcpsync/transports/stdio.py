@@ -112,7 +112,9 @@ class _SigintGuard:
         self.depth = 0  # the main thread's nesting of guarded regions
         self.pending = False  # a SIGINT came inside a region
         self.current: StdioTransport | None = None  # the transport the main thread is in
-        self.installed = False
+        self.installed = False  # tried to install since the first transport opened
+        self.open = 0  # stdio transports started and not yet closed
+        self.lock = threading.Lock()  # guards `open`
 
     def install(self) -> None:
         """Called in the main thread: take SIGINT over if the default handler has it."""
@@ -121,6 +123,23 @@ class _SigintGuard:
             if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
                 signal.signal(signal.SIGINT, self.handler)
         except (ValueError, OSError):  # pragma: no cover - not the main thread / no signals
+            pass
+
+    def opened(self) -> None:
+        with self.lock:
+            self.open += 1
+
+    def closed(self) -> None:
+        """The last stdio transport closed: give SIGINT back to Python's default handler."""
+        with self.lock:
+            self.open -= 1
+            if self.open > 0 or get_ident() != _MAIN_IDENT:
+                return  # (from another thread: it stays ours, which behaves the same)
+            self.installed = False
+        try:
+            if signal.getsignal(signal.SIGINT) == self.handler:
+                signal.signal(signal.SIGINT, signal.default_int_handler)
+        except (ValueError, OSError):  # pragma: no cover
             pass
 
     def handler(self, signum: int, frame: Any) -> None:
@@ -241,6 +260,7 @@ class StdioTransport(Transport):
             )
         except (OSError, ValueError) as exc:
             raise TransportError(f"cannot start server {self.argv[0]!r}: {exc}") from exc
+        _GUARD.opened()
         self._stdin = self.process.stdin
         assert self._stdin is not None
         self._stdin_fd = self._stdin.fileno()
@@ -375,8 +395,11 @@ class StdioTransport(Transport):
                     pass
             proc = self.process
             if proc is not None:
-                self._shutdown(proc)
-            self._join_threads()
+                try:
+                    self._shutdown(proc)
+                    self._join_threads()
+                finally:
+                    _GUARD.closed()
             self._report_close(None)
         finally:
             if main:
