@@ -19,11 +19,12 @@ without ``select.poll`` the background thread does all the reading.
 Ctrl-C: a KeyboardInterrupt must never land inside the reading or writing of the pipes
 (a chunk read but not fed, a reply taken from the table but not settled, the reader role
 never released, half a message written). So while the main thread reads or writes (the
-only thread Python delivers SIGINT to), SIGINT is deferred: mcpsync installs, once, a SIGINT
-handler that behaves as Python's default one (``signal.default_int_handler``) except inside
-those regions, where it only records the signal and wakes the poll; the region then ends at
-the next message boundary and raises the KeyboardInterrupt, which cancels the caller's own
-call and nothing else. A handler the application installed itself is left alone.
+only thread Python delivers SIGINT to), SIGINT is deferred: while stdio transports are open,
+mcpsync's SIGINT handler stands in for Python's default one (``signal.default_int_handler``,
+given back when the last transport closes) and behaves as it does, except inside those
+regions, where it only records the signal and wakes the poll; the region then ends at the
+next message boundary and raises the KeyboardInterrupt, which cancels the caller's own call
+and nothing else. A handler the application installed itself is left alone.
 
 Writes are bounded: stdin is non-blocking; a write that does not fit waits in ``poll()``
 for at most the request's timeout (``write_timeout`` for messages without one). A message
