@@ -13,6 +13,7 @@ blocking API) -> ``host`` (many servers) -> ``cli``.
 from typing import TYPE_CHECKING
 
 from . import display, handlers
+from ._version import __version__ as __version__
 from .config import (
     AuthSettings,
     Config,
@@ -44,8 +45,6 @@ from .errors import (
 from .filters import ToolExcluded
 from .host import ConsentDenied, Host, HostTool, ServerStatus, UnknownTool, ask_on_terminal
 from .session import Session
-
-__version__ = "0.1.0"
 
 __all__ = [
     "Session",

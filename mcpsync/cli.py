@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from . import display
+from ._version import __version__
 from .config import (
     ServerEntry,
     command_name,
@@ -184,8 +185,6 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    from . import __version__
-
     parser.add_argument("--version", action="version", version=f"mcpsync {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, help_text in _COMMANDS.items():

@@ -31,6 +31,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import IO, Any, TypeGuard
 
+from ._version import __version__
+
 __all__ = [
     "SUPPORTED_VERSIONS",
     "LATEST_VERSION",
@@ -47,7 +49,7 @@ LATEST_VERSION = SUPPORTED_VERSIONS[-1]
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 
 SERVER_NAME = "mcpsync-demo"
-SERVER_VERSION = "0.1.0"
+SERVER_VERSION = __version__  # the demo server ships with mcpsync
 
 # JSON-RPC / MCP error codes
 PARSE_ERROR = -32700

@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, InvalidStateError
 from typing import TYPE_CHECKING, Any, Literal
 
+from ._version import __version__
 from .config import command_name
 from .connection import Connection, Progress
 from .errors import (
@@ -63,7 +64,7 @@ __all__ = ["Session", "Progress", "CLIENT_INFO"]
 
 log = logging.getLogger("mcpsync")
 
-CLIENT_INFO = {"name": "mcpsync", "version": "0.1.0"}
+CLIENT_INFO = {"name": "mcpsync", "version": __version__}
 
 # Which server capability each client->server method needs (None: always allowed).
 _NEEDS: dict[str, tuple[str, ...]] = {

@@ -51,7 +51,7 @@ import urllib3
 from requests.adapters import HTTPAdapter
 from requests.cookies import extract_cookies_to_jar
 
-from .. import __version__
+from .._version import __version__
 from ..errors import (
     ConfigError,
     ConnectError,
