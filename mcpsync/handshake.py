@@ -13,6 +13,7 @@ from typing import Any
 
 from .connection import Connection
 from .errors import HandshakeError, ProtocolError, VersionMismatch
+from .versions import HANDSHAKE_VERSIONS, LATEST_HANDSHAKE_VERSION, MODERN_VERSIONS
 
 __all__ = [
     "HANDSHAKE_VERSIONS",
@@ -23,12 +24,6 @@ __all__ = [
     "initialize_params",
     "accept_initialize",
 ]
-
-#: Versions reachable with the initialize handshake, newest first.
-HANDSHAKE_VERSIONS: tuple[str, ...] = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
-#: Stateless versions (no initialize; per-request ``_meta``), newest first.
-MODERN_VERSIONS: tuple[str, ...] = ("2026-07-28",)
-LATEST_HANDSHAKE_VERSION = HANDSHAKE_VERSIONS[0]
 
 
 @dataclass

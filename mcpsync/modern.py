@@ -69,13 +69,12 @@ from .errors import (
     VersionMismatch,
 )
 from .handshake import (
-    HANDSHAKE_VERSIONS,
-    MODERN_VERSIONS,
     Handshake,
     accept_initialize,
     initialize,
     initialize_params,
 )
+from .versions import HANDSHAKE_VERSIONS, MODERN_VERSIONS
 
 if TYPE_CHECKING:
     from .session import Session
