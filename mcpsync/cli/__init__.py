@@ -25,9 +25,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from . import display
-from ._version import __version__
-from .config import (
+from .. import display
+from .._version import __version__
+from ..config import (
     ServerEntry,
     command_name,
     default_config_paths,
@@ -35,7 +35,7 @@ from .config import (
     oauth_for_entry,
     parse_entry,
 )
-from .errors import (
+from ..errors import (
     CapabilityError,
     ConfigError,
     MCPSyncError,
@@ -604,14 +604,14 @@ def _import_client(kwargs: dict[str, Any]) -> None:
 
     importlib.import_module("mcp_types")  # the wire models (~0.2 s of pydantic building)
     if isinstance(kwargs.get("target"), list):
-        importlib.import_module(".transports.stdio", __package__)
+        importlib.import_module("..transports.stdio", __package__)
     elif isinstance(kwargs.get("target"), str):
-        importlib.import_module(".transports.streamable_http", __package__)
-        importlib.import_module(".transports.legacy_sse", __package__)
+        importlib.import_module("..transports.streamable_http", __package__)
+        importlib.import_module("..transports.legacy_sse", __package__)
 
 
 def _connect(target: Target, out: _Out, ns: argparse.Namespace) -> Any:
-    from .session import Session
+    from ..session import Session
 
     kwargs = dict(target.kwargs)
     _import_client(kwargs)
@@ -1045,8 +1045,8 @@ def _smoke_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run_smoke(ns: argparse.Namespace, out: _Out) -> int:
-    from .host import ask_on_terminal
-    from .smoke import smoke, write_junit_xml
+    from ..host import ask_on_terminal
+    from ..smoke import smoke, write_junit_xml
 
     if len(ns.words) > 1:
         raise UsageError("smoke takes one CONFIG file")
@@ -1131,7 +1131,7 @@ def _process_pool(workers: int) -> Any:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    from .smoke import stop_process_pool, worker_initializer
+    from ..smoke import stop_process_pool, worker_initializer
 
     @contextlib.contextmanager
     def pool() -> Any:
