@@ -1,0 +1,441 @@
+"""The HTTP plumbing both HTTP transports share.
+
+Owns: ``HTTPClient`` (one ``requests.Session``, ours or the caller's, and the fast pool
+around it), ``Target``, ``safe_url`` (URLs fit for messages), ``translate_error``
+(requests/urllib3/socket failures to ``mcpsync.errors`` types), ``status_error``, and
+reading, discarding and aborting responses.
+"""
+
+from __future__ import annotations
+
+import http.client
+import socket
+import ssl
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+from urllib.parse import urljoin, urlsplit, urlunsplit
+
+import requests
+import urllib3
+from requests.adapters import HTTPAdapter
+from requests.cookies import extract_cookies_to_jar
+
+from ..._version import __version__
+from ...errors import (
+    ConfigError,
+    ConnectError,
+    DNSError,
+    HTTPStatusError,
+    MCPSyncError,
+    ProtocolError,
+    RequestTimeout,
+    TLSError,
+)
+from ...jsonrpc import excerpt, parse_json
+from .fastpool import _Buffered, _ConnectTimeout, _FastPool
+
+__all__ = [
+    "HTTPClient",
+    "Target",
+    "translate_error",
+    "safe_url",
+    "status_error",
+    "read_limited",
+    "shutdown_response",
+    "USER_AGENT",
+    "ACCEPT_POST",
+    "ACCEPT_SSE",
+]
+
+USER_AGENT = f"mcpsync/{__version__} python-requests/{requests.__version__}"
+ACCEPT_POST = "application/json, text/event-stream"
+ACCEPT_SSE = "text/event-stream"
+_READ_CHUNK = 256 * 1024
+_ERROR_BODY_LIMIT = 64 * 1024
+
+
+def safe_url(url: str) -> str:
+    """``url`` for messages: no user-info, query values replaced by ``***``."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<invalid URL>"
+    netloc = parts.hostname or ""
+    if ":" in netloc:
+        netloc = f"[{netloc}]"
+    if parts.port:
+        netloc += f":{parts.port}"
+    query = "&".join(
+        f"{p.split('=', 1)[0]}=***" if "=" in p else p for p in parts.query.split("&") if p
+    )
+    return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+
+
+def _causes(exc: BaseException) -> list[BaseException]:
+    """``exc`` and everything it wraps (cause, context, urllib3 ``reason``, args)."""
+    seen: list[BaseException] = []
+    todo = [exc]
+    while todo and len(seen) < 20:
+        e = todo.pop(0)
+        if any(e is s for s in seen):
+            continue
+        seen.append(e)
+        for nxt in (
+            getattr(e, "reason", None),
+            e.__cause__,
+            e.__context__,
+            *getattr(e, "args", ()),
+        ):
+            if isinstance(nxt, BaseException):
+                todo.append(nxt)
+    return seen
+
+
+def translate_error(exc: BaseException, what: str) -> MCPSyncError:
+    """Map a requests/urllib3/socket failure during ``what`` to an mcpsync error type.
+
+    The text names ``what`` (method and safe URL) and the innermost OS-level reason; it
+    never carries the full URL of the failing request (urllib3 texts may) or a header.
+    """
+    if isinstance(exc, MCPSyncError):
+        return exc
+    chain = _causes(exc)
+
+    def find(*types: type) -> BaseException | None:
+        return next((e for e in chain if isinstance(e, types)), None)
+
+    def reason(e: BaseException | None) -> str:
+        inner = find(OSError) if e is None else e
+        if isinstance(inner, OSError) and inner.strerror:
+            return inner.strerror
+        text = str(inner or exc)
+        return text.split("(Caused by", 1)[0].strip()[:200] or type(exc).__name__
+
+    tls = find(
+        ssl.SSLError,
+        ssl.CertificateError,
+        urllib3.exceptions.SSLError,
+        requests.exceptions.SSLError,
+    )
+    if tls is not None:
+        inner = find(ssl.SSLError, ssl.CertificateError)
+        detail = (
+            getattr(inner, "verify_message", None)
+            or getattr(inner, "reason", None)
+            or str(inner or "")
+        )
+        return TLSError(f"{what}: TLS failure ({str(detail)[:200] or 'handshake failed'})")
+    dns = find(socket.gaierror, urllib3.exceptions.NameResolutionError)
+    if dns is not None:
+        gai = find(socket.gaierror)
+        return DNSError(
+            f"{what}: host name did not resolve ({reason(gai) if gai else 'name resolution failed'})"
+        )
+    refused = find(ConnectionRefusedError)
+    if refused is not None:
+        return ConnectError(f"{what}: connection refused")
+    new_conn = find(urllib3.exceptions.NewConnectionError)
+    connect_timeout = next(
+        (
+            e
+            for e in chain
+            if isinstance(
+                e, (urllib3.exceptions.ConnectTimeoutError, requests.exceptions.ConnectTimeout)
+            )
+            and not isinstance(e, urllib3.exceptions.NewConnectionError)
+        ),
+        None,
+    )
+    if connect_timeout is not None:
+        return RequestTimeout(f"{what}: connecting timed out")
+    if new_conn is not None:
+        return ConnectError(f"{what}: cannot connect ({reason(None)})")
+    if find(
+        urllib3.exceptions.ReadTimeoutError,
+        requests.exceptions.ReadTimeout,
+        socket.timeout,
+        TimeoutError,
+    ):
+        return RequestTimeout(f"{what}: no reply data within the read timeout")
+    if find(ConnectionResetError, ConnectionAbortedError, BrokenPipeError):
+        return ConnectError(f"{what}: connection reset by the server")
+    if find(
+        http.client.RemoteDisconnected, http.client.IncompleteRead, urllib3.exceptions.ProtocolError
+    ):
+        return ConnectError(f"{what}: the server closed the connection ({reason(None)})")
+    if find(
+        requests.exceptions.InvalidURL,
+        requests.exceptions.MissingSchema,
+        urllib3.exceptions.LocationValueError,
+    ):
+        return ConfigError(f"{what}: invalid URL")
+    return ConnectError(f"{what}: {type(exc).__name__}: {reason(None)}")
+
+
+def status_error(status: int, method: str, url: str, body: bytes) -> HTTPStatusError:
+    """An ``HTTPStatusError`` with a short, printable body excerpt; ``.payload`` = parsed JSON or None."""
+    payload = None
+    if body[:1] in (b"{", b"["):
+        try:
+            payload = parse_json(body)
+        except ProtocolError:  # garbage, invalid UTF-8, nesting too deep: the status says enough
+            pass
+    shown = safe_url(url)
+    error = HTTPStatusError(
+        status,
+        shown,
+        excerpt(body, 200) if body else "",
+        message=f"HTTP {status} from {method} {shown}",
+    )
+    error.payload = payload  # type: ignore[attr-defined]
+    return error
+
+
+class Target(NamedTuple):
+    """A URL, its path (with query) for the connection pool, and its origin."""
+
+    url: str
+    path: str
+    origin: tuple[str, str, int]
+
+    @classmethod
+    def of(cls, url: str) -> Target:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ConfigError(f"not an http(s) URL: {safe_url(url)!r}")
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        return cls(url, path, (parts.scheme, parts.hostname.lower(), port))
+
+
+class HTTPClient:
+    """One ``requests.Session`` (ours or the caller's) and the fast path around it.
+
+    ``request()`` returns an open, unread response (``status``, ``headers`` with a
+    case-insensitive ``get``, ``read``, ``read1``, ``close``, ``release_conn``) or raises a
+    translated error. Same-origin 307/308 redirects are followed (at most 3).
+
+    The fast path (``fast``): when the session is ours, there is no ``auth``, no proxy for
+    the URL, no .netrc entry, and the session's adapter is a plain ``HTTPAdapter``, requests
+    go over a small pool of keep-alive ``http.client`` connections set up with the TLS
+    settings requests would use. A ``Set-Cookie`` reply moves everything to the requests
+    path (the cookies go into the session's jar).
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None,
+        http_session: requests.Session | None,
+        auth: requests.auth.AuthBase | None,
+        connect_timeout: float | None,
+        verify: bool | str | None,
+        cert: str | tuple[str, str] | None,
+    ) -> None:
+        self.target = Target.of(url)
+        self.owned = http_session is None
+        self.session = requests.Session() if http_session is None else http_session
+        self.auth = auth
+        self.verify = verify
+        self.cert = cert
+        self.connect_timeout = connect_timeout
+        base = (
+            {
+                "User-Agent": USER_AGENT,
+                "Accept-Encoding": "gzip, deflate",
+                "Connection": "keep-alive",
+            }
+            if self.owned
+            else {}
+        )
+        for key, value in (headers or {}).items():
+            if (
+                not isinstance(key, str)
+                or not isinstance(value, str)
+                or "\n" in value
+                or "\r" in value
+            ):
+                raise ConfigError(f"header {key!r}: names and values must be single-line strings")
+            base[key] = value
+        self.headers = base
+        self._pool: _FastPool | None = None
+        self._cookie_request: requests.PreparedRequest | None = None
+        if self.owned and auth is None:
+            self._setup_fast_path()
+
+    @property
+    def fast(self) -> bool:
+        """True while requests go over the fast pool."""
+        return self._pool is not None
+
+    def _setup_fast_path(self) -> None:
+        url = self.target.url
+        session = self.session
+        try:
+            settings = session.merge_environment_settings(url, {}, None, self.verify, self.cert)
+            if requests.utils.select_proxy(url, settings["proxies"]):
+                return  # a proxy applies: let requests handle it
+            if session.trust_env and requests.utils.get_netrc_auth(url):
+                return  # credentials from .netrc: requests adds them
+            adapter = session.get_adapter(url)
+            if (
+                type(adapter) is not HTTPAdapter
+                or getattr(HTTPAdapter.send, "__module__", "") != "requests.adapters"
+            ):
+                return  # a custom adapter, or HTTPAdapter.send patched (e.g. by a mocking library)
+            # set before the pool: _send uses it once the pool sees a cookie
+            self._cookie_request = requests.Request("GET", url).prepare()
+            self._pool = _FastPool(
+                self.target.origin,
+                connect_timeout=self.connect_timeout,
+                verify=settings["verify"] if settings["verify"] is not None else True,
+                cert=settings["cert"],
+            )
+        except (
+            OSError,
+            ssl.SSLError,
+        ) as exc:  # a CA bundle or client certificate that cannot be read
+            raise ConfigError(f"TLS settings for {safe_url(url)}: {exc}") from None
+        except requests.RequestException:
+            return
+
+    def request(
+        self,
+        method: str,
+        target: Target,
+        headers: Mapping[str, str],
+        body: bytes | None = None,
+        read_timeout: float | None = None,
+    ) -> tuple[Any, Target]:
+        """Send one request; return (open response, final target after redirects)."""
+        for _ in range(4):
+            response = self._send(method, target, headers, body, read_timeout)
+            if response.status not in (307, 308):
+                return response, target
+            location = response.headers.get("location")
+            _discard(response)
+            if not location:
+                break
+            moved = Target.of(urljoin(target.url, location))
+            if moved.origin != target.origin:
+                raise HTTPStatusError(
+                    response.status,
+                    safe_url(target.url),
+                    message=f"{method} {safe_url(target.url)} redirected to another origin ({safe_url(moved.url)}); not followed",
+                )
+            target = moved
+        raise HTTPStatusError(
+            response.status,
+            safe_url(target.url),
+            message=f"{method} {safe_url(target.url)}: too many redirects",
+        )
+
+    def _send(
+        self,
+        method: str,
+        target: Target,
+        headers: Mapping[str, str],
+        body: bytes | None,
+        read_timeout: float | None,
+    ) -> Any:
+        pool = self._pool
+        try:
+            if pool is not None and target.origin == self.target.origin:
+                response = pool.urlopen(method, target.path, headers, body, read_timeout)
+                if response.headers.get("set-cookie") is not None:
+                    # Cookies (e.g. load-balancer stickiness): keep them, and from now on
+                    # let requests send them.
+                    cookie_request = self._cookie_request
+                    if cookie_request is not None:  # always: it is set before the pool
+                        extract_cookies_to_jar(self.session.cookies, cookie_request, response)
+                    self._pool = None
+                    pool.close()
+                return response
+            reply = self.session.request(
+                method,
+                target.url,
+                data=body,
+                headers=headers,
+                auth=self.auth,
+                timeout=(self.connect_timeout, read_timeout),
+                stream=True,
+                allow_redirects=False,
+                verify=self.verify,
+                cert=self.cert,
+            )
+            if reply._content_consumed:  # a response hook read it already
+                return _Buffered(reply)
+            return reply.raw
+        except MCPSyncError:
+            raise
+        except _ConnectTimeout:
+            raise RequestTimeout(f"{method} {safe_url(target.url)}: connecting timed out") from None
+        except (
+            requests.RequestException,
+            urllib3.exceptions.HTTPError,
+            OSError,
+            http.client.HTTPException,
+            ValueError,
+        ) as exc:
+            raise translate_error(exc, f"{method} {safe_url(target.url)}") from None
+
+    def close(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
+        if self.owned:
+            self.session.close()
+
+
+def _discard(response: Any) -> None:
+    """Release a response we do not need (small bodies are drained so the connection is reused)."""
+    try:
+        length = response.headers.get("content-length")
+        if length is not None and int(length) <= 65536:
+            response.read()
+            response.release_conn()
+        else:
+            response.close()
+    except Exception:  # noqa: BLE001 - best effort
+        try:
+            response.close()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+def read_limited(response: Any, limit: int, what: str) -> bytes:
+    """The whole body, or ProtocolError when it is larger than ``limit`` bytes."""
+    length = response.headers.get("content-length")
+    try:
+        if length is not None and length.isdigit():
+            if int(length) > limit:
+                response.close()
+                raise ProtocolError(
+                    f"{what}: reply of {length} bytes exceeds the {limit}-byte limit"
+                )
+            return response.read(decode_content=True)
+        data = response.read(limit + 1, decode_content=True)
+        if len(data) > limit:
+            response.close()
+            raise ProtocolError(f"{what}: reply exceeds the {limit}-byte limit")
+        rest = response.read(decode_content=True)  # EOF: lets urllib3 reuse the connection
+        return data + rest if rest else data
+    except MCPSyncError:
+        raise
+    except (urllib3.exceptions.HTTPError, OSError, http.client.HTTPException, ValueError) as exc:
+        raise translate_error(exc, what) from None
+
+
+def shutdown_response(response: Any) -> None:
+    """Make a blocked read on ``response`` return (from another thread): shut its socket down."""
+    conn = getattr(response, "_conn", None) or getattr(response, "_connection", None)
+    sock = getattr(conn, "sock", None)
+    if sock is None:  # released already: reach the socket through the body's file object
+        inner = getattr(response, "_response", None) or getattr(response, "_fp", None)
+        sock = getattr(getattr(getattr(inner, "fp", None), "raw", None), "_sock", None)
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except (OSError, ValueError):
+            pass

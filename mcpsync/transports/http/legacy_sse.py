@@ -1,0 +1,281 @@
+"""Legacy HTTP+SSE transport (MCP 2024-11-05 servers).
+
+Owns: the one long-lived ``GET`` event stream (the server's ``/sse`` URL), waiting for its
+``endpoint`` event, the POST of every client message to that endpoint, and the reader
+thread ``mcpsync-sse-reader[name]`` that delivers every server message from the stream.
+
+The protocol, briefly: the client opens the SSE stream; the server's first event is
+``endpoint`` whose data is the URL (usually relative, carrying a session id) to POST
+messages to; every server message, responses included, then arrives on the stream as a
+``message`` event; POSTs are answered ``202 Accepted``. The endpoint must be on the
+stream's origin (a different one is refused, as the reference SDKs do). There is no
+resumption: when the stream ends, the transport is done and ``on_close`` says why.
+
+HTTP plumbing (fast path, requests path, auth hooks, error translation) is shared with
+the Streamable HTTP transport.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urljoin, urlsplit
+
+import requests
+
+from ...errors import (
+    ConnectError,
+    MCPSyncError,
+    ProtocolError,
+    RequestTimeout,
+    TransportError,
+)
+from ...jsonrpc import decode, encode
+from ..base import Message, OnClose, OnError, OnMessage, Transport
+from .client import (
+    ACCEPT_SSE,
+    HTTPClient,
+    Target,
+    _discard,
+    safe_url,
+    shutdown_response,
+    status_error,
+    translate_error,
+)
+from .sse import EventTooLarge, ReplyTooLarge, SSEParser, response_id
+
+__all__ = ["LegacySSETransport"]
+
+log = logging.getLogger("mcpsync.http")
+
+_READ_CHUNK = 256 * 1024
+_ERROR_BODY_LIMIT = 64 * 1024
+
+
+class LegacySSETransport(Transport):
+    """MCP over the 2024-11-05 HTTP+SSE transport: GET an event stream, POST to its endpoint."""
+
+    kind = "sse"
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        http_session: requests.Session | None = None,
+        auth: requests.auth.AuthBase | None = None,
+        timeout: float | None = 60.0,
+        connect_timeout: float | None = 10.0,
+        verify: bool | str | None = None,
+        cert: str | tuple[str, str] | None = None,
+        max_event_bytes: int = 256 * 1024 * 1024,
+        name: str | None = None,
+        sse_read_timeout: float | None = None,
+    ) -> None:
+        """``url``: the server's SSE URL (often ``.../sse``). ``timeout``: read timeout of
+        each POST; ``connect_timeout`` also bounds the wait for the ``endpoint`` event;
+        ``sse_read_timeout``: idle limit on the event stream (None: none; servers may be
+        quiet for long)."""
+        self._http = HTTPClient(
+            url,
+            headers=headers,
+            http_session=http_session,
+            auth=auth,
+            connect_timeout=connect_timeout,
+            verify=verify,
+            cert=cert,
+        )
+        self.target = self._http.target
+        self.url = url
+        self.name = name or (urlsplit(url).hostname or "server")
+        self.timeout = timeout
+        self.connect_timeout = connect_timeout
+        self.max_event_bytes = max_event_bytes
+        self.sse_read_timeout = sse_read_timeout
+        self.endpoint: Target | None = None
+        self._endpoint_ready = threading.Event()
+        self._start_error: BaseException | None = None
+        self._ended: BaseException | None = None
+        self._response: Any = None
+        self._reader: threading.Thread | None = None
+        self._closing = threading.Event()
+        self._lock = threading.Lock()
+        self._http_closed = False
+        self._post_headers = {**self._http.headers, "Content-Type": "application/json"}
+
+    # -- Transport -------------------------------------------------------------------
+
+    def describe(self) -> str:
+        return f"sse {safe_url(self.target.url)}"
+
+    def start(
+        self, on_message: OnMessage, on_close: OnClose, on_error: OnError | None = None
+    ) -> None:
+        """Open the event stream and wait (bounded by ``connect_timeout``) for ``endpoint``."""
+        if self._closing.is_set():
+            raise TransportError(f"{self.describe()}: transport is closed")
+        self._bind(on_message, on_close, on_error)
+        headers = {**self._http.headers, "Accept": ACCEPT_SSE, "Cache-Control": "no-cache"}
+        response, target = self._http.request(
+            "GET", self.target, headers, None, self.sse_read_timeout
+        )
+        self.target = target
+        what = f"GET {safe_url(target.url)}"
+        if response.status != 200:
+            body = b""
+            try:
+                body = response.read(_ERROR_BODY_LIMIT, decode_content=True)
+            except Exception:  # noqa: BLE001 - the status says enough
+                pass
+            response.close()
+            raise status_error(response.status, "GET", target.url, body)
+        ctype = response.headers.get("content-type", "").lower()
+        if not ctype.startswith(ACCEPT_SSE):
+            _discard(response)
+            raise ProtocolError(f"{what}: expected an event stream, got Content-Type {ctype!r}")
+        self._response = response
+        self._reader = threading.Thread(
+            target=self._read, name=f"mcpsync-sse-reader[{self.name}]", daemon=True
+        )
+        self._reader.start()
+        wait = self.connect_timeout if self.connect_timeout is not None else 30.0
+        if not self._endpoint_ready.wait(wait):
+            self._abort_start()
+            raise RequestTimeout(f"{what}: no endpoint event within {wait:g} s")
+        if self.endpoint is None:
+            self._abort_start()
+            error = self._start_error or ConnectError(
+                f"{what}: stream ended before the endpoint event"
+            )
+            raise error
+
+    def send(self, message: Message, *, timeout: float | None = None) -> None:
+        endpoint = self.endpoint
+        if self._closing.is_set() or endpoint is None:
+            raise TransportError(f"{self.describe()}: transport is closed or not started")
+        if self._ended is not None:  # replies could only come over the stream that ended
+            raise ConnectError(f"{self.describe()}: the event stream ended ({self._ended})")
+        read_timeout = self.timeout if timeout is None else timeout
+        response, target = self._http.request(
+            "POST", endpoint, self._post_headers, encode(message), read_timeout
+        )
+        if target is not endpoint:
+            self.endpoint = target
+        status = response.status
+        if 200 <= status < 300:
+            _discard(response)
+            return
+        body = b""
+        try:
+            body = response.read(_ERROR_BODY_LIMIT, decode_content=True)
+        except Exception:  # noqa: BLE001
+            pass
+        finally:
+            response.close()
+        raise status_error(status, "POST", target.url, body)
+
+    def close(self) -> None:
+        self._closing.set()
+        response = self._response
+        if response is not None:
+            shutdown_response(response)
+        reader = self._reader
+        if reader is not None and reader is not threading.current_thread():
+            reader.join(timeout=3.0)
+            if reader.is_alive():
+                log.warning("mcpsync: thread %s did not stop", reader.name)
+        with self._lock:
+            first_close, self._http_closed = not self._http_closed, True
+        if first_close:
+            self._http.close()
+        self._report_close(None)
+
+    # -- internals -------------------------------------------------------------------
+
+    def _abort_start(self) -> None:
+        self._closing.set()
+        if self._response is not None:
+            shutdown_response(self._response)
+        if self._reader is not None:
+            self._reader.join(timeout=3.0)
+        with self._lock:
+            first_close, self._http_closed = not self._http_closed, True
+            self._close_reported = True  # start() failed: the caller gets the exception instead
+        if first_close:
+            self._http.close()
+
+    def _report(self, error: BaseException) -> None:
+        if not self._closing.is_set():
+            super()._report(error)
+
+    def _set_endpoint(self, data: bytes) -> None:
+        text = data.decode("utf-8", "replace").strip()
+        try:
+            endpoint = Target.of(urljoin(self.target.url, text))
+        except MCPSyncError as exc:
+            raise ProtocolError(
+                f"{self.describe()}: invalid endpoint event {text[:200]!r}"
+            ) from exc
+        if endpoint.origin != self.target.origin:
+            raise ProtocolError(
+                f"{self.describe()}: endpoint {safe_url(endpoint.url)} is not on the stream's origin; refused"
+            )
+        self.endpoint = endpoint
+
+    def _read(self) -> None:
+        response = self._response
+        parser = SSEParser(self.max_event_bytes)
+        closing = self._closing
+        ended: BaseException | None = None
+        try:
+            while not closing.is_set():
+                chunk = response.read1(_READ_CHUNK, decode_content=True)
+                if not chunk:
+                    break
+                for event in parser.feed(chunk):
+                    if isinstance(event, EventTooLarge):
+                        owner = response_id(event.head)  # fail that call now, if we can tell
+                        if owner is None:
+                            self._report(ProtocolError(f"{self.describe()}: {event}"))
+                        else:
+                            self._report(
+                                ReplyTooLarge(
+                                    f"{self.describe()}: reply to request {owner!r}: {event}",
+                                    request_id=owner,
+                                )
+                            )
+                        continue
+                    if event.event == "endpoint":
+                        if self.endpoint is None:
+                            self._set_endpoint(event.data)
+                            self._endpoint_ready.set()
+                        continue
+                    if event.event != "message" or not event.data.strip():
+                        continue
+                    try:
+                        message = decode(event.data)
+                    except ProtocolError as exc:
+                        self._report(ProtocolError(f"{self.describe()}: SSE event data: {exc}"))
+                        continue
+                    self._deliver(message)
+        except ProtocolError as exc:  # a bad endpoint event
+            ended = exc
+        except Exception as exc:  # noqa: BLE001 - any read failure ends the stream
+            ended = translate_error(exc, f"reading the SSE stream from {safe_url(self.target.url)}")
+        finally:
+            parser.finish()
+            try:
+                response.close()
+            except Exception:  # noqa: BLE001
+                pass
+        if ended is None:
+            ended = ConnectError(f"{self.describe()}: the server ended the event stream")
+        if not self._endpoint_ready.is_set():
+            self._start_error = ended
+            self._endpoint_ready.set()
+            return
+        if not closing.is_set():
+            self._ended = ended
+            self._report_close(ended)

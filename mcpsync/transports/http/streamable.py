@@ -1,0 +1,763 @@
+"""Streamable HTTP transport (MCP 2025-03-26 to 2025-11-25, and the 2026-07-28 wire).
+
+Owns: the HTTP side of one MCP endpoint: one POST per message, the JSON or SSE reply,
+``Mcp-Session-Id`` / ``MCP-Protocol-Version`` (and, on the 2026-07-28 wire, ``Mcp-Method``
+/ ``Mcp-Name``) headers, the GET back-channel, resumption of broken SSE streams with
+``Last-Event-ID``, DELETE on close, and translating every HTTP failure into the
+``mcpsync.errors`` types. Also the HTTP plumbing the legacy HTTP+SSE transport reuses
+(``HTTPClient``, ``translate_error``, ``safe_url``).
+
+Threads and the hot path:
+- ``send()`` POSTs in the calling thread. A JSON reply is read and delivered to
+  ``on_message`` in that same thread before ``send()`` returns (no thread hop).
+- An SSE reply is handed to a reader thread ``mcpsync-http-sse[name]``; it delivers each
+  message, and when the stream ends before the response to its request arrived it
+  reconnects with GET + ``Last-Event-ID`` after the server's ``retry`` delay (bounded).
+  If that fails, ``on_error`` gets a ``ResponseLost`` naming the request id.
+- After ``set_protocol_version()`` (i.e. after ``notifications/initialized``), the GET
+  back-channel runs on ``mcpsync-http-get[name]``; a 405 means the server offers none.
+
+Speed: ``requests.Session.post`` costs far more than the HTTP exchange itself. When this
+transport owns its ``requests.Session``, has no ``auth``, no proxy and no cookies, it sends
+through the session's own urllib3 connection pool (the one its ``HTTPAdapter`` manages, with
+the same TLS settings), skipping the per-call ``Request``/``Response`` machinery. Otherwise
+(a caller's session, an ``AuthBase``, a proxy, cookies) every request goes through
+``requests.Session.request``, so adapters, proxies and response hooks (the OAuth 401
+handler) all apply.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+import requests
+
+from ...errors import (
+    ConnectError,
+    MCPSyncError,
+    ProtocolError,
+    RequestTimeout,
+    SessionExpired,
+    TransportError,
+)
+from ...jsonrpc import decode, encode
+from ..base import Message, OnClose, OnError, OnMessage, Transport
+from .client import (
+    _ERROR_BODY_LIMIT,
+    _READ_CHUNK,
+    ACCEPT_POST,
+    ACCEPT_SSE,
+    HTTPClient,
+    Target,
+    _discard,
+    read_limited,
+    safe_url,
+    shutdown_response,
+    status_error,
+    translate_error,
+)
+from .headers import _mcp_name, header_value
+from .sse import EventTooLarge, ReplyTooLarge, SSEParser, _names_method, response_id
+
+__all__ = ["StreamableHTTPTransport", "ResponseLost"]
+
+log = logging.getLogger("mcpsync.http")
+
+#: reconnection delay when a server gave no ``retry:`` (the SSE standard leaves it to the client)
+DEFAULT_RETRY = 1.0
+#: longest reconnection delay honoured (a server's ``retry:`` may ask for years)
+MAX_RETRY_DELAY = 60.0
+#: protocol versions from this one on have no sessions, no GET stream, no resumption
+MODERN_FROM = "2026-07-28"
+#: sends of one message that may each race a session expiry before it gives up
+_MAX_RESENDS = 8
+#: longest wait for a re-initialization when the request has no timeout
+_REINIT_WAIT = 60.0
+_STALE, _LEADER, _HANDSHAKE = "stale", "leader", "handshake"
+_SESSION_ID = re.compile(r"[\x21-\x7e]{1,1024}")
+
+
+class ResponseLost(TransportError):
+    """The SSE stream that was to carry the response to ``request_id`` ended for good.
+
+    Reported through ``on_error`` (not raised): the request was sent, but its response
+    can no longer arrive (stream broken and not resumable, or resumption failed).
+    """
+
+    def __init__(self, message: str, *, request_id: Any) -> None:
+        self.request_id = request_id
+        super().__init__(message)
+
+
+class _Stream:
+    """One SSE stream being read: a POST reply (with its request id), or the GET back-channel."""
+
+    __slots__ = ("kind", "request_id", "response", "thread", "answered", "resumed", "aborted")
+
+    def __init__(self, kind: str, request_id: Any, response: Any) -> None:
+        self.kind = kind
+        self.request_id = request_id
+        self.response = response
+        self.thread: threading.Thread | None = None
+        self.answered = False
+        self.resumed = False
+        self.aborted = False
+
+
+class StreamableHTTPTransport(Transport):
+    """MCP over Streamable HTTP: one POST per message; JSON or SSE replies; GET back-channel."""
+
+    kind = "streamable-http"
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        http_session: requests.Session | None = None,
+        auth: requests.auth.AuthBase | None = None,
+        timeout: float | None = 60.0,
+        connect_timeout: float | None = 10.0,
+        verify: bool | str | None = None,
+        cert: str | tuple[str, str] | None = None,
+        max_event_bytes: int = 256 * 1024 * 1024,
+        name: str | None = None,
+        max_reconnects: int = 3,
+        sse_read_timeout: float | None = 300.0,
+        back_channel: bool = True,
+    ) -> None:
+        """``timeout``: read timeout for replies when ``send`` gives none (None: no limit);
+        ``verify``/``cert``: as in requests (None: the session's setting);
+        ``max_event_bytes``: largest JSON reply or SSE event accepted;
+        ``max_reconnects``: consecutive failed reconnections before a stream is given up;
+        ``sse_read_timeout``: idle limit on the GET back-channel before it reconnects quietly;
+        ``back_channel``: open the GET stream after initialization.
+        """
+        self._http = HTTPClient(
+            url,
+            headers=headers,
+            http_session=http_session,
+            auth=auth,
+            connect_timeout=connect_timeout,
+            verify=verify,
+            cert=cert,
+        )
+        self.target = self._http.target
+        self.url = url
+        self.name = name or (urlsplit(url).hostname or "server")
+        self.timeout = timeout
+        self.connect_timeout = connect_timeout
+        self.max_event_bytes = max_event_bytes
+        self.max_reconnects = max_reconnects
+        self.sse_read_timeout = sse_read_timeout
+        self.back_channel = back_channel
+        self.session_id: str | None = None
+        self.protocol_version: str | None = None
+        self._modern = False
+        self._state_lock = threading.Lock()
+        self._session_cond = threading.Condition(self._state_lock)
+        self._expiry: str | None = None  # None, _STALE, _LEADER or _HANDSHAKE (see send)
+        self._expired_id: str | None = None
+        self._expiry_generation = 0
+        self._streams: set[_Stream] = set()
+        self._closing = threading.Event()
+        self._started = False
+        self._get_thread: threading.Thread | None = None
+        self._get_unsupported = False
+        self._init_headers: dict[str, str] = {}
+        self._post_headers: dict[str, str] = {}
+        self._post_session: str | None = None
+        self._rebuild_headers()
+
+    # -- Transport -------------------------------------------------------------------
+
+    def describe(self) -> str:
+        return f"streamable-http {safe_url(self.target.url)}"
+
+    def start(
+        self, on_message: OnMessage, on_close: OnClose, on_error: OnError | None = None
+    ) -> None:
+        if self._closing.is_set():
+            raise TransportError(f"{self.describe()}: transport is closed")
+        self._bind(on_message, on_close, on_error)
+        self._started = True
+        self._maybe_open_back_channel()
+
+    def set_protocol_version(self, version: str) -> None:
+        with self._state_lock:
+            self.protocol_version = version
+            self._modern = version >= MODERN_FROM and version[:2] == "20"
+            self._rebuild_headers()
+            if self._expiry is _HANDSHAKE:  # a re-initialization is complete
+                self._expiry = None
+                self._session_cond.notify_all()
+        self._maybe_open_back_channel()
+
+    def send(
+        self,
+        message: Message,
+        *,
+        timeout: float | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        """POST one message. A JSON reply is delivered before this returns; an SSE reply is
+        read on a reader thread. ``timeout`` bounds the wait for reply data (default: the
+        transport's ``timeout``). ``headers`` adds per-message headers (e.g. ``Mcp-Param-*``).
+
+        Raises ``SessionExpired`` (404 to a request that carried the session id: to one
+        request per expiry, which is to re-initialize; the others wait for that and are
+        re-sent with the new id), ``HTTPStatusError``, ``ConnectError``/``DNSError``/
+        ``TLSError``, ``RequestTimeout``, or ``ProtocolError`` (a reply that is not JSON-RPC).
+        """
+        if self._closing.is_set():
+            raise TransportError(f"{self.describe()}: transport is closed")
+        method = message.get("method") if isinstance(message, dict) else None
+        is_request = method is not None and "id" in message
+        read_timeout = self.timeout if timeout is None else timeout
+        if method == "initialize" or (
+            method == "notifications/initialized" and self._expiry is not None
+        ):
+            self._send_handshake(message, method, read_timeout, headers)
+            return
+        for _ in range(_MAX_RESENDS):
+            with self._state_lock:
+                if self._expiry is None:
+                    hdrs, sent_session = self._post_headers, self._post_session
+                else:  # the session expired: wait for the re-initialization (or lead it)
+                    hdrs, sent_session, read_timeout = self._await_session(
+                        method, is_request, read_timeout
+                    )
+            if self._post(message, method, is_request, hdrs, sent_session, read_timeout, headers):
+                return
+        raise SessionExpired(
+            f"{self.describe()}: the session expired {_MAX_RESENDS} times while sending {method}"
+        )
+
+    def _post(
+        self,
+        message: Message,
+        method: str | None,
+        is_request: bool,
+        hdrs: Mapping[str, str],
+        sent_session: str | None,
+        read_timeout: float | None,
+        headers: Mapping[str, str] | None,
+    ) -> bool:
+        """POST ``message`` once. True when done; False when it raced a session expiry that
+        another request reported (send it again once the new session is up)."""
+        request_id = message.get("id") if method is not None else None
+        if self._modern and method is not None:
+            hdrs = {**hdrs, "Mcp-Method": method}
+            name = _mcp_name(method, message.get("params"))
+            if name is not None:
+                hdrs["Mcp-Name"] = header_value(name)
+        if headers:
+            hdrs = {**hdrs, **headers}
+        response, target = self._http.request(
+            "POST", self.target, hdrs, encode(message), read_timeout
+        )
+        if target is not self.target:
+            self._moved(target)
+        status = response.status
+        what = f"POST {safe_url(target.url)}"
+        if 200 <= status < 300:
+            if method == "initialize":
+                self._capture_session(response)
+            if status == 202 or status == 204:
+                _discard(response)
+                return True
+            ctype = response.headers.get("content-type", "").lower()
+            if ctype.startswith(ACCEPT_SSE):
+                if is_request:
+                    self._start_stream(response, request_id, read_timeout)
+                else:  # a stream for a notification or response: read whatever it carries
+                    self._start_stream(response, None, read_timeout)
+                return True
+            data = read_limited(response, self.max_event_bytes, what)
+            if not data or data.isspace():
+                if is_request:
+                    raise ProtocolError(f"{what}: empty {status} reply to {method}")
+                return True
+            if "json" not in ctype and ctype:
+                if is_request:
+                    raise ProtocolError(
+                        f"{what}: unexpected Content-Type {ctype!r} in reply to {method}"
+                    )
+                return True
+            reply = decode(data)  # ProtocolError on garbage: the caller learns at once
+            self._deliver(reply)
+            return True
+        body = b""
+        try:
+            body = response.read(_ERROR_BODY_LIMIT, decode_content=True)
+        except Exception:  # noqa: BLE001 - the status says enough
+            pass
+        finally:
+            response.close()
+        if status == 404 and sent_session is not None:
+            if self._not_found(sent_session, is_request):
+                return False
+            raise SessionExpired(
+                f"{what}: the server no longer knows session (HTTP 404); initialize again"
+            )
+        error = status_error(status, "POST", target.url, body)
+        payload = error.payload  # type: ignore[attr-defined]
+        if (
+            is_request
+            and status not in (401, 403)
+            and isinstance(payload, dict)
+            and payload.get("id") == request_id
+            and ("error" in payload or "result" in payload)
+        ):
+            self._deliver(payload)  # a JSON-RPC answer carried by an HTTP error status
+            return True
+        raise error
+
+    # -- session expiry: one re-initialization, everybody else waits for it --------------
+    #
+    # ``_expiry`` is None while the session is good. A 404 to a request that carried the
+    # current session id makes that request the leader (_LEADER): it alone gets
+    # ``SessionExpired``, and its connection re-initializes. Requests sent meanwhile, and
+    # requests whose own 404 raced the leader's, wait here (bounded by their timeout) and
+    # are then sent with the new ``Mcp-Session-Id``: none goes out without one. The
+    # initialize reply moves to _HANDSHAKE (the new id is known), the 2xx to
+    # ``notifications/initialized`` back to None. A failed re-initialization (or a leader
+    # that never re-initializes) leaves _STALE: the next request to send leads anew.
+    # Notifications and responses are not held: they belong to the old session (a
+    # cancellation, an answer to its server request) and raise ``SessionExpired`` unsent.
+
+    def _send_handshake(
+        self,
+        message: Message,
+        method: str,
+        read_timeout: float | None,
+        headers: Mapping[str, str] | None,
+    ) -> None:
+        """``initialize`` (never with a session id), or ``notifications/initialized`` of a
+        re-initialization; both move the expiry state on."""
+        try:
+            if method == "initialize":
+                self._post(message, method, True, self._init_headers, None, read_timeout, headers)
+            else:
+                with self._state_lock:
+                    hdrs, sent_session = self._post_headers, self._post_session
+                if not self._post(
+                    message, method, False, hdrs, sent_session, read_timeout, headers
+                ):
+                    raise SessionExpired(f"{self.describe()}: the new session expired at once")
+        except BaseException:
+            with self._state_lock:
+                if self._expiry is _LEADER or self._expiry is _HANDSHAKE:
+                    self._expiry = _STALE
+                    self._session_cond.notify_all()
+            raise
+        with self._state_lock:
+            if method == "initialize":
+                if self._expiry is not None:
+                    self._expiry = _HANDSHAKE
+            elif self._expiry is _HANDSHAKE:
+                self._expiry = None
+                self._session_cond.notify_all()
+
+    def _await_session(
+        self, method: str | None, is_request: bool, read_timeout: float | None
+    ) -> tuple[dict[str, str], str | None, float | None]:
+        """Called with the state lock held while ``_expiry`` is set: the headers to send with
+        once the new session is up, and what is left of ``read_timeout``; raises
+        ``SessionExpired`` to the request that is to lead the re-initialization,
+        ``RequestTimeout`` when it does not come in time."""
+        if not is_request:
+            raise SessionExpired(
+                f"{self.describe()}: the session expired and is being re-initialized; "
+                f"{method or 'the response'} was not sent"
+            )
+        bound = read_timeout if read_timeout is not None else _REINIT_WAIT
+        deadline = time.monotonic() + bound
+        generation = self._expiry_generation
+        while True:
+            if self._closing.is_set():
+                raise TransportError(f"{self.describe()}: transport is closed")
+            if self._expiry is None:
+                left = None if read_timeout is None else max(deadline - time.monotonic(), 0.01)
+                return self._post_headers, self._post_session, left
+            if self._expiry is _STALE:
+                self._expiry = _LEADER
+                self._expiry_generation += 1
+                raise SessionExpired(
+                    f"{self.describe()}: the server no longer knows session; initialize again"
+                )
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                if self._expiry_generation == generation:  # the leader did not get through
+                    self._expiry = _STALE
+                    self._session_cond.notify_all()
+                raise RequestTimeout(
+                    f"{self.describe()}: the expired session was not re-initialized within "
+                    f"{bound:g} s; {method} not sent"
+                )
+            self._session_cond.wait(remaining)
+
+    def _not_found(self, sent_session: str, is_request: bool) -> bool:
+        """A 404 to a message sent with ``sent_session``. False: report ``SessionExpired``
+        (this one leads, or it is not a request); True: wait for the new session and resend."""
+        with self._state_lock:
+            if self._expiry is None and self.session_id == sent_session:
+                self._expired_id = sent_session
+                self._expiry = _LEADER if is_request else _STALE
+                self._expiry_generation += 1
+                self.session_id = None  # until the re-initialization names the new one
+                self._rebuild_headers()
+                return False
+            return is_request
+
+    def abort_request(self, request_id: Any) -> bool:
+        """Stop reading the SSE stream that carries ``request_id``'s response (on the
+        2026-07-28 wire, closing it is the cancellation). True if there was one."""
+        with self._state_lock:
+            streams = [s for s in self._streams if s.request_id == request_id and s.kind == "post"]
+        for stream in streams:
+            stream.aborted = True
+            shutdown_response(stream.response)
+        return bool(streams)
+
+    def close(self) -> None:
+        first = not self._closing.is_set()
+        self._closing.set()
+        with self._state_lock:
+            self._session_cond.notify_all()  # requests waiting for a re-initialization
+            streams = list(self._streams)
+            get_thread = self._get_thread
+        for stream in streams:
+            shutdown_response(stream.response)
+        current = threading.current_thread()
+        deadline = time.monotonic() + 3.0
+        for thread in [s.thread for s in streams] + [get_thread]:
+            if thread is None or thread is current or not thread.is_alive():
+                continue
+            thread.join(timeout=max(0.05, deadline - time.monotonic()))
+            if thread.is_alive():
+                log.warning("mcpsync: thread %s did not stop", thread.name)
+        if first:
+            self._delete_session()
+            self._http.close()
+        self._report_close(None)
+
+    # -- headers and session state ---------------------------------------------------------
+
+    def _rebuild_headers(self) -> None:
+        """Called with the state lock held (or from __init__)."""
+        base = {**self._http.headers, "Accept": ACCEPT_POST, "Content-Type": "application/json"}
+        self._init_headers = dict(base)
+        if self.protocol_version:
+            base["MCP-Protocol-Version"] = self.protocol_version
+            if self._modern:
+                self._init_headers = dict(base)
+        if self.session_id:
+            base["Mcp-Session-Id"] = self.session_id
+        self._post_headers = base
+        self._post_session = self.session_id
+
+    def _side_headers(self, accept: str, last_event_id: str | None = None) -> dict[str, str]:
+        with self._state_lock:
+            hdrs = {**self._http.headers, "Accept": accept}
+            session_id = self.session_id
+            if session_id is None and self._expiry is not None:
+                session_id = self._expired_id  # not without one: a 404 ends this GET quietly
+            if session_id:
+                hdrs["Mcp-Session-Id"] = session_id
+            if self.protocol_version:
+                hdrs["MCP-Protocol-Version"] = self.protocol_version
+        if last_event_id is not None:
+            hdrs["Last-Event-ID"] = last_event_id
+        return hdrs
+
+    def _capture_session(self, response: Any) -> None:
+        session_id = response.headers.get("mcp-session-id")
+        if session_id is None:
+            return
+        if not _SESSION_ID.fullmatch(session_id):
+            log.warning("mcpsync: %s sent an invalid Mcp-Session-Id; ignoring it", self.describe())
+            return
+        with self._state_lock:
+            self.session_id = session_id
+            self._rebuild_headers()
+
+    def _moved(self, target: Target) -> None:
+        log.info(
+            "mcpsync: %s moved to %s (HTTP redirect); using the new URL",
+            safe_url(self.target.url),
+            safe_url(target.url),
+        )
+        self.target = target
+
+    # -- delivery ---------------------------------------------------------------------
+
+    def _report(self, error: BaseException) -> None:
+        if not self._closing.is_set():
+            super()._report(error)
+
+    # -- SSE streams ---------------------------------------------------------------------
+
+    def _register(self, stream: _Stream) -> bool:
+        with self._state_lock:
+            if self._closing.is_set():
+                return False
+            self._streams.add(stream)
+            return True
+
+    def _start_stream(self, response: Any, request_id: Any, read_timeout: float | None) -> None:
+        stream = _Stream("post", request_id, response)
+        thread = threading.Thread(
+            target=self._run_post_stream,
+            args=(stream, read_timeout),
+            name=f"mcpsync-http-sse[{self.name}]",
+            daemon=True,  # a blocked read must not hang interpreter exit; close() joins it
+        )
+        stream.thread = thread
+        if not self._register(stream):
+            response.close()
+            raise TransportError(f"{self.describe()}: transport is closed")
+        thread.start()
+
+    def _read_stream(
+        self, stream: _Stream, parser: SSEParser, idle_limit: float | None
+    ) -> BaseException | None:
+        """Read ``stream.response`` to its end; deliver messages. Returns why it ended early (or None).
+
+        Ends early on a read error, when a resumed stream delivered its response, when
+        ``idle_limit`` seconds passed without a JSON-RPC message (keep-alives alone do not
+        count), or when the transport closes.
+        """
+        response = stream.response
+        read1 = response.read1
+        rid = stream.request_id
+        closing = self._closing
+        last_message = time.monotonic()
+        try:
+            while not closing.is_set() and not stream.aborted:
+                chunk = read1(_READ_CHUNK, decode_content=True)
+                if not chunk:
+                    return None
+                for event in parser.feed(chunk):
+                    if isinstance(event, EventTooLarge):
+                        # Fail the request the reply was for now, not at its timeout: the
+                        # one its first bytes name, else (on a request's own stream, unless
+                        # it is a notification or a server request) the stream's request.
+                        owner = response_id(event.head)
+                        if (
+                            owner is None
+                            and rid is not None
+                            and not stream.answered
+                            and not _names_method(event.head)
+                        ):
+                            owner = rid
+                        if owner is None:
+                            self._report(ProtocolError(f"{self.describe()}: {event}"))
+                            continue
+                        self._report(
+                            ReplyTooLarge(
+                                f"{self.describe()}: reply to request {owner!r}: {event}",
+                                request_id=owner,
+                            )
+                        )
+                        if owner == rid and type(owner) is type(rid):
+                            stream.answered = True  # nobody waits on this stream any more
+                            return None
+                        continue
+                    if event.event != "message" or not event.data.strip():
+                        continue  # priming events, other event types
+                    try:
+                        message = decode(event.data)
+                    except ProtocolError as exc:
+                        self._report(ProtocolError(f"{self.describe()}: SSE event data: {exc}"))
+                        continue
+                    last_message = time.monotonic()
+                    if rid is not None and not stream.answered:
+                        for item in message if isinstance(message, list) else (message,):
+                            if "method" not in item and item.get("id") == rid:
+                                stream.answered = True
+                    self._deliver(message)
+                if stream.answered and stream.resumed:
+                    return None  # a resumption GET has done its job
+                if idle_limit is not None and time.monotonic() - last_message > idle_limit:
+                    return RequestTimeout(
+                        f"{self.describe()}: no message on the SSE stream for {idle_limit:g} s"
+                    )
+            return None
+        except Exception as exc:  # noqa: BLE001 - any read failure ends this stream
+            if closing.is_set() or stream.aborted:
+                return None
+            return translate_error(exc, f"reading the SSE stream from {safe_url(self.target.url)}")
+        finally:
+            parser.finish()
+            try:
+                response.close()
+            except Exception:  # noqa: BLE001
+                pass
+
+    def _run_post_stream(self, stream: _Stream, read_timeout: float | None) -> None:
+        parser = SSEParser(self.max_event_bytes)
+        failures = 0
+        try:
+            while True:
+                seen_id = parser.last_event_id
+                ended = self._read_stream(stream, parser, read_timeout)
+                if (
+                    stream.answered
+                    or stream.request_id is None
+                    or self._closing.is_set()
+                    or stream.aborted
+                ):
+                    return
+                # The stream ended before the response: resume it if the server made it resumable.
+                if parser.last_event_id is None:
+                    cause = ended or ConnectError("the stream ended without the response")
+                    self._lost(stream, cause, "no event id to resume from")
+                    return
+                failures = 0 if parser.last_event_id != seen_id else failures + 1
+                while True:
+                    if failures >= self.max_reconnects:
+                        self._lost(stream, ended, f"{failures} reconnection attempts failed")
+                        return
+                    delay = _retry_delay(parser)
+                    if self._closing.wait(delay) or stream.aborted:
+                        return
+                    try:
+                        response = self._open_get(parser.last_event_id, read_timeout)
+                    except MCPSyncError as exc:
+                        ended = exc
+                        failures += 1
+                        continue
+                    if response.status != 200:
+                        refused = status_error(response.status, "GET", self.target.url, b"")
+                        _discard(response)
+                        self._lost(stream, refused, "resumption refused")
+                        return
+                    break
+                with self._state_lock:
+                    stream.response = response
+                    stream.resumed = True
+                if self._closing.is_set():
+                    shutdown_response(response)
+        finally:
+            with self._state_lock:
+                self._streams.discard(stream)
+
+    def _lost(self, stream: _Stream, cause: BaseException | None, why: str) -> None:
+        reason = f": {cause}" if cause is not None else ""
+        error = ResponseLost(
+            f"{self.describe()}: the response to request {stream.request_id!r} can no longer arrive ({why}){reason}",
+            request_id=stream.request_id,
+        )
+        error.__cause__ = cause
+        self._report(error)
+
+    def _open_get(self, last_event_id: str | None, read_timeout: float | None) -> Any:
+        headers = self._side_headers(ACCEPT_SSE, last_event_id)
+        response, _ = self._http.request("GET", self.target, headers, None, read_timeout)
+        if response.status == 200 and not response.headers.get(
+            "content-type", ""
+        ).lower().startswith(ACCEPT_SSE):
+            _discard(response)
+            raise ProtocolError(
+                f"GET {safe_url(self.target.url)}: 200 reply is not an event stream"
+            )
+        return response
+
+    # -- the GET back-channel ----------------------------------------------------------------
+
+    def _maybe_open_back_channel(self) -> None:
+        with self._state_lock:
+            if (
+                not self.back_channel
+                or not self._started
+                or self.protocol_version is None
+                or self._modern
+                or self._get_unsupported
+                or self._closing.is_set()
+                or (self._get_thread is not None and self._get_thread.is_alive())
+            ):
+                return
+            self._get_thread = threading.Thread(
+                target=self._run_back_channel, name=f"mcpsync-http-get[{self.name}]", daemon=True
+            )
+            self._get_thread.start()
+
+    def _run_back_channel(self) -> None:
+        parser = SSEParser(self.max_event_bytes)
+        failures = 0
+        closing = self._closing
+        while not closing.is_set():
+            try:
+                response = self._open_get(parser.last_event_id, self.sse_read_timeout)
+            except MCPSyncError as exc:
+                failures += 1
+                if failures > self.max_reconnects:
+                    log.warning("mcpsync: GET stream of %s given up: %s", self.describe(), exc)
+                    return
+                if closing.wait(_retry_delay(parser)):
+                    return
+                continue
+            if response.status != 200:
+                status = response.status
+                _discard(response)
+                if status == 405:
+                    self._get_unsupported = True  # the server offers no GET stream
+                    log.debug("mcpsync: %s offers no GET stream (405)", self.describe())
+                else:
+                    log.info(
+                        "mcpsync: GET stream of %s refused with HTTP %s", self.describe(), status
+                    )
+                return
+            stream = _Stream("get", None, response)
+            stream.thread = threading.current_thread()
+            if not self._register(stream):
+                response.close()
+                return
+            seen = parser.last_event_id
+            ended = self._read_stream(stream, parser, None)
+            with self._state_lock:
+                self._streams.discard(stream)
+            if closing.is_set():
+                return
+            if isinstance(ended, RequestTimeout):
+                failures = 0  # idle past sse_read_timeout: reconnect quietly
+            elif parser.last_event_id != seen:
+                failures = 0
+            else:
+                failures += 1
+            if failures > self.max_reconnects:
+                log.warning("mcpsync: GET stream of %s keeps ending; given up", self.describe())
+                return
+            if closing.wait(_retry_delay(parser)):
+                return
+
+    # -- close ---------------------------------------------------------------------------
+
+    def _delete_session(self) -> None:
+        with self._state_lock:
+            session_id = self.session_id
+        if session_id is None or self._modern:
+            return
+        headers = self._side_headers("application/json, text/event-stream")
+        try:
+            response, _ = self._http.request("DELETE", self.target, headers, None, 5.0)
+            _discard(response)
+            if response.status not in (200, 202, 204, 404, 405):
+                log.debug(
+                    "mcpsync: DELETE of session at %s answered %s", self.describe(), response.status
+                )
+        except MCPSyncError as exc:
+            log.debug("mcpsync: DELETE of session at %s failed: %s", self.describe(), exc)
+
+
+def _retry_delay(parser: SSEParser) -> float:
+    """The server's reconnection delay (``retry:``), else the default; at most a minute."""
+    retry = parser.retry
+    return DEFAULT_RETRY if retry is None else min(retry, MAX_RETRY_DELAY)
