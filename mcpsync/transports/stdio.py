@@ -134,6 +134,8 @@ class _SigintGuard:
         """The last stdio transport closed: give SIGINT back to Python's default handler."""
         with self.lock:
             self.open -= 1
+            if self.open <= 0:
+                self.current = None
             if self.open > 0 or get_ident() != _MAIN_IDENT:
                 return  # (from another thread: it stays ours, which behaves the same)
             self.installed = False
@@ -151,9 +153,8 @@ class _SigintGuard:
         if current is not None:
             current.wakeup()  # the region's poll returns; it ends at a message boundary
 
-    def leave(self, previous: StdioTransport | None) -> None:
+    def leave(self) -> None:
         """End a region; raise the deferred KeyboardInterrupt when it was the outermost."""
-        self.current = previous
         self.depth -= 1
         if self.pending and self.depth <= 0:
             self.pending = False
@@ -301,7 +302,7 @@ class StdioTransport(Transport):
             if not guard.installed:
                 guard.install()
             guard.depth += 1
-            previous, guard.current = guard.current, self
+            guard.current = self  # (left set after: a stale one only gets a spare wake-up)
         lock = self._write_lock
         try:
             bound = self.write_timeout if timeout is None else timeout
@@ -341,7 +342,6 @@ class StdioTransport(Transport):
                 lock.release()
         finally:
             if main:
-                guard.current = previous
                 guard.depth -= 1
                 if guard.pending and guard.depth <= 0:
                     guard.pending = False
@@ -382,7 +382,7 @@ class StdioTransport(Transport):
         main = get_ident() == _MAIN_IDENT
         if main:  # a Ctrl-C during close() waits until it is done (bounded)
             _GUARD.depth += 1
-            previous, _GUARD.current = _GUARD.current, self
+            _GUARD.current = self
         try:
             if self._closing.is_set():
                 self._join_threads()
@@ -404,7 +404,7 @@ class StdioTransport(Transport):
             self._report_close(None)
         finally:
             if main:
-                _GUARD.leave(previous)
+                _GUARD.leave()
 
     # -- internals -------------------------------------------------------------------
 
@@ -443,7 +443,7 @@ class StdioTransport(Transport):
             if not guard.installed:
                 guard.install()
             guard.depth += 1
-            previous, guard.current = guard.current, self
+            guard.current = self  # (left set after: a stale one only gets a spare wake-up)
         waiting = self._waiting
         waiting.append(None)  # list.append/pop are atomic: no lock on the hot path
         try:
@@ -454,7 +454,10 @@ class StdioTransport(Transport):
                         if not self._shut:
                             self._read_until(future, deadline)
                     finally:
-                        self._release_role()
+                        self._role_owner = 0
+                        self._role.release()
+                        if self._parked:
+                            self._wake_parked(hand_over=True)
                     return
                 # Another thread reads; it wakes us when our reply came or it is done.
                 remaining = deadline - time.monotonic()
@@ -464,7 +467,6 @@ class StdioTransport(Transport):
         finally:
             waiting.pop()
             if main:
-                guard.current = previous
                 guard.depth -= 1
                 if guard.pending and guard.depth <= 0:
                     guard.pending = False
