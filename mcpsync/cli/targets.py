@@ -1,0 +1,192 @@
+"""What ``mcpsync`` connects to: a URL, a command after ``--``, ``CONFIG:ENTRY`` or
+``--config FILE ENTRY`` (:func:`resolve_target` -> :class:`Target`), and the bring-up with
+the command line's timeouts, headers and auth (:func:`_connect`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..config import (
+    ServerEntry,
+    command_name,
+    load_config,
+    oauth_for_entry,
+    parse_entry,
+)
+from ..errors import (
+    CapabilityError,
+    ConfigError,
+)
+from .arguments import ConnectFailed, UsageError, _parse_headers, _parse_pairs
+
+if TYPE_CHECKING:
+    from .output import _Out
+
+__all__ = ["Target", "resolve_target"]
+
+
+def _is_url(text: str) -> bool:
+    return text.startswith(("http://", "https://"))
+
+
+def _split_config_target(text: str) -> tuple[str, str] | None:
+    """``path/to/mcp.json:entry`` -> (path, entry) when the path part is a file."""
+    path, sep, entry = text.rpartition(":")
+    if sep and path and entry and os.path.isfile(os.path.expanduser(path)):
+        return path, entry
+    return None
+
+
+def _entry_from_config(path: str, name: str | None, ns: argparse.Namespace) -> ServerEntry:
+    inputs = _parse_pairs(ns.input, what="--input", parse_json=False)
+    config = load_config(path, inputs=inputs)
+    if name is None:
+        names = config.names()
+        if len(names) != 1:
+            listed = ", ".join(names) or "none"
+            raise UsageError(f"{path} has {len(names)} servers ({listed}); say which: {path}:NAME")
+        name = names[0]
+    return config[name]  # raises the entry's ConfigError when it did not load
+
+
+def _host_of(url: str) -> str:
+    return url.split("://", 1)[1].split("/", 1)[0] or "server"
+
+
+def _auth_factory(ns: argparse.Namespace) -> Callable[[ServerEntry], Any]:
+    """OAuth for HTTP entries that carry auth settings, or for all of them with --oauth."""
+
+    def factory(entry: ServerEntry) -> Any:
+        if entry.auth is not None or getattr(ns, "oauth", False):
+            return oauth_for_entry(entry)
+        return None
+
+    return factory
+
+
+def _entry_kwargs(entry: ServerEntry, ns: argparse.Namespace) -> dict[str, Any]:
+    return entry.connect_kwargs(auth_factory=_auth_factory(ns))
+
+
+class Target:
+    """What to connect to, and how to name it in messages."""
+
+    def __init__(self, kwargs: dict[str, Any], label: str) -> None:
+        self.kwargs = kwargs
+        self.label = label
+
+
+def resolve_target(
+    ns: argparse.Namespace, command_argv: list[str] | None, needed: int
+) -> tuple[Target, list[str]]:
+    """Pick the target out of the positional words; return it and the remaining words."""
+    words = list(ns.words)
+    if command_argv is not None:
+        if not command_argv:
+            raise UsageError("nothing after --; give the server command")
+        kwargs: dict[str, Any] = {"target": list(command_argv), "transport": "stdio"}
+        label = " ".join(command_argv)
+    elif ns.config:
+        if not words:
+            raise UsageError(f"--config {ns.config} needs the ENTRY name")
+        entry = _entry_from_config(ns.config, words.pop(0), ns)
+        kwargs, label = _entry_kwargs(entry, ns), f"{entry.name} ({entry.describe()})"
+    else:
+        if not words:
+            raise UsageError(
+                "missing TARGET: a URL, CONFIG:ENTRY, --config FILE ENTRY, or -- COMMAND ..."
+            )
+        first = words.pop(0)
+        if _is_url(first):
+            entry = parse_entry(_host_of(first), {"url": first})
+            kwargs, label = _entry_kwargs(entry, ns), first
+        elif (split := _split_config_target(first)) is not None:
+            entry = _entry_from_config(split[0], split[1], ns)
+            kwargs, label = _entry_kwargs(entry, ns), f"{entry.name} ({entry.describe()})"
+        elif os.path.isfile(os.path.expanduser(first)):
+            entry = _entry_from_config(first, None, ns)
+            kwargs, label = _entry_kwargs(entry, ns), f"{entry.name} ({entry.describe()})"
+        else:
+            raise UsageError(
+                f"cannot tell what {first!r} is: expected a URL (http://...), CONFIG:ENTRY, "
+                "--config FILE ENTRY, or a server command after -- (e.g. -- python -m server)"
+            )
+    if len(words) < needed:
+        raise UsageError("missing argument(s); see --help")
+    # command-line options win over the config entry
+    if ns.transport:
+        kwargs["transport"] = ns.transport
+    if ns.env:
+        kwargs["env"] = {
+            **kwargs.get("env", {}),
+            **_parse_pairs(ns.env, what="--env", parse_json=False),
+        }
+    if ns.cwd:
+        kwargs["cwd"] = ns.cwd
+    if ns.header:
+        kwargs["headers"] = {**kwargs.get("headers", {}), **_parse_headers(ns.header)}
+    _apply_timeouts(kwargs, ns)
+    for key in ("include_tools", "exclude_tools"):  # replace the entry's includeTools/excludeTools
+        if getattr(ns, key, None):
+            kwargs[key] = list(getattr(ns, key))
+    return Target(kwargs, label), words
+
+
+def _apply_timeouts(kwargs: dict[str, Any], ns: argparse.Namespace) -> None:
+    if ns.timeout is not None:
+        kwargs["timeout"] = None if ns.timeout <= 0 else ns.timeout
+    if ns.connect_timeout is not None:
+        kwargs["connect_timeout"] = ns.connect_timeout
+
+
+def _import_client(kwargs: dict[str, Any]) -> None:
+    """Import what the bring-up and the first results need, so that the timings ``inspect``
+    shows are the server's (and the network's), not this process's imports."""
+    import importlib
+
+    importlib.import_module("mcp_types")  # the wire models (~0.2 s of pydantic building)
+    if isinstance(kwargs.get("target"), list):
+        importlib.import_module("..transports.stdio", __package__)
+    elif isinstance(kwargs.get("target"), str):
+        importlib.import_module("..transports.streamable_http", __package__)
+        importlib.import_module("..transports.legacy_sse", __package__)
+
+
+def _connect(target: Target, out: _Out, ns: argparse.Namespace) -> Any:
+    from ..session import Session
+
+    kwargs = dict(target.kwargs)
+    _import_client(kwargs)
+    target_ = kwargs["target"]
+    if not kwargs.get("name"):  # the name Session.connect would choose, said once for both
+        if isinstance(target_, list):
+            kwargs["name"] = command_name(target_)
+        elif isinstance(target_, str):
+            kwargs["name"] = _host_of(target_)
+    kwargs["on_log"] = out.on_log(kwargs.get("name") or "server")
+    try:
+        session = Session.connect(**kwargs)
+    except KeyboardInterrupt:
+        raise
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    except Exception as exc:  # everything else during bring-up is a connect failure
+        raise ConnectFailed(target.label, exc) from None
+    if ns.log_level:
+        try:
+            session.set_logging_level(ns.log_level)
+        except CapabilityError:
+            out.note(
+                f"mcpsync: note: the server does not offer logging; --log-level {ns.log_level} ignored"
+            )
+        except BaseException:
+            session.close()
+            raise
+    return session
+
+
+# --------------------------------------------------------------------------- reports
