@@ -51,8 +51,8 @@ from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
 
-from .config import Config, ConfigEntryError, ServerEntry, load_config
-from .errors import (
+from ..config import Config, ConfigEntryError, ServerEntry, load_config
+from ..errors import (
     AuthError,
     CapabilityError,
     ConfigError,
@@ -313,11 +313,11 @@ def _auth_factory(options: SmokeOptions) -> Callable[[ServerEntry], Any]:
             return None
         if entry.auth is None and not options.oauth and not options.stored_auth_only:
             return None
-        from .config import oauth_for_entry
+        from ..config import oauth_for_entry
 
         extra: dict[str, Any] = {}
         if options.token_store:
-            from .auth.storage import FileTokenStore
+            from ..auth.storage import FileTokenStore
 
             extra["store"] = FileTokenStore(options.token_store)
         if options.stored_auth_only:
@@ -360,7 +360,7 @@ def run_entry(entry: ServerEntry, options: SmokeOptions) -> EntryResult:
     This is what each executor worker runs; everything it starts is closed before it
     returns (or before a ``KeyboardInterrupt`` propagates).
     """
-    from .host import Host
+    from ..host import Host
 
     overrides: dict[str, Any] = {}
     if options.timeout is not None:
@@ -468,7 +468,7 @@ def _exercise(session: Any, result: EntryResult, options: SmokeOptions) -> Entry
 def _call(
     session: Any, tool: str, arguments: Mapping[str, Any], options: SmokeOptions
 ) -> CallResult:
-    from . import display
+    from .. import display
 
     kwargs: dict[str, Any] = {}
     if options.timeout is not None:
@@ -727,7 +727,7 @@ def _snapshot_file(directory: Path, name: str) -> Path:
 def _check_snapshot(e: EntryResult, directory: Path) -> EntryResult:
     import json
 
-    from .testing._snapshot import diff_snapshots, snapshot_data, write_snapshot
+    from ..testing._snapshot import diff_snapshots, snapshot_data, write_snapshot
 
     if e.listing is None or e.failure is not None:
         return e
