@@ -77,10 +77,22 @@ class TLSError(ConnectError):
 class HTTPStatusError(TransportError):
     """An HTTP reply with an unexpected status; carries status, URL and a body excerpt."""
 
-    def __init__(self, status: int, url: str, body_excerpt: str = "", message: str = "") -> None:
+    #: the reply's body parsed as JSON, when it was JSON (an HTTP transport sets it), else None
+    payload: Any = None
+
+    def __init__(
+        self,
+        status: int,
+        url: str,
+        body_excerpt: str = "",
+        message: str = "",
+        *,
+        payload: Any = None,
+    ) -> None:
         self.status = status
         self.url = url
         self.body_excerpt = body_excerpt
+        self.payload = payload
         text = message or f"HTTP {status} from {url}"
         if body_excerpt:
             text += f": {body_excerpt}"

@@ -25,6 +25,7 @@ __all__ = [
     "ALL_VERSIONS",
     "is_modern",
     "era_of",
+    "PROTOCOL_VERSION_KEY",
 ]
 
 #: Versions reachable with the initialize handshake, newest first.
@@ -37,6 +38,9 @@ LATEST_MODERN_VERSION = MODERN_VERSIONS[0]
 MODERN_FROM = MODERN_VERSIONS[-1]
 #: Every version this client speaks, newest first.
 ALL_VERSIONS: tuple[str, ...] = (*MODERN_VERSIONS, *HANDSHAKE_VERSIONS)
+
+#: The ``_meta`` key that carries a modern request's protocol version.
+PROTOCOL_VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
 
 _DATED = re.compile(r"\d{4}-\d{2}-\d{2}")
 

@@ -36,6 +36,7 @@ from mcpsync.errors import (
     TransportError,
 )
 from mcpsync.transports._sse import EventTooLarge, SSEParser
+from mcpsync.transports.http.headers import encode_header_value, mcp_name
 from mcpsync.transports.streamable_http import (
     ResponseLost,
     StreamableHTTPTransport,
@@ -412,6 +413,9 @@ def test_header_value_and_safe_url():
     assert header_value(" padded ") == "=?base64?IHBhZGRlZCA=?="
     assert header_value("line1\nline2") == "=?base64?bGluZTEKbGluZTI=?="
     assert header_value("=?base64?literal?=") == "=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?="
+    # TAB is a control character: the spec's value rule sends it as Base64 (one encoder).
+    assert header_value("a\tb") == "=?base64?YQli?="
+    assert header_value is encode_header_value
     assert (
         safe_url("https://user:pw@host:8443/mcp?token=abc&x") == "https://host:8443/mcp?token=***&x"
     )
@@ -662,6 +666,30 @@ def test_modern_wire_headers(no_leaks):
         assert listing.headers["mcp-method"] == "tools/list" and "mcp-name" not in listing.headers
         t.close()
         assert [r.method for r in server.requests] == ["POST"] * 3  # no GET stream, no DELETE
+
+
+def test_mcp_name_rule_once():
+    assert mcp_name("tools/call", {"name": "t"}) == "t"
+    assert mcp_name("prompts/get", {"name": "p"}) == "p"
+    assert mcp_name("resources/read", {"uri": "file:///a"}) == "file:///a"
+    assert mcp_name("tasks/get", {"taskId": "task-1"}) == "task-1"
+    assert mcp_name("tools/list", {"name": "t"}) is None
+    assert mcp_name("tools/call", {"name": 3}) is None
+    assert mcp_name("tools/call", None) is None
+
+
+def test_modern_wire_mcp_name_encoded_and_for_tasks(no_leaks):
+    with ScriptedServer(json_server(session=None)) as server:
+        c = Collector()
+        t = transport_for(server.url)
+        t.start(*c.callbacks())
+        t.set_protocol_version("2026-07-28")
+        t.send(request(1, "tools/call", {"name": "a\tb", "arguments": {}}))
+        t.send(request(2, "tasks/get", {"taskId": "task-7"}))
+        call, task = server.posts()
+        assert call.headers["mcp-name"] == "=?base64?YQli?="
+        assert task.headers["mcp-method"] == "tasks/get" and task.headers["mcp-name"] == "task-7"
+        t.close()
 
 
 # -- SSE replies, resumption, the GET back-channel -------------------------------------------

@@ -1,6 +1,7 @@
 """Deprecated path (kept one release): the Streamable HTTP transport and its plumbing now
 live in ``mcpsync.transports.http`` (``streamable``, ``client``, ``headers``, ``sse``)."""
 
+from ..versions import MODERN_FROM
 from .http.client import (
     USER_AGENT,
     HTTPClient,
@@ -13,7 +14,7 @@ from .http.client import (
 )
 from .http.headers import header_value
 from .http.sse import ReplyTooLarge, response_id
-from .http.streamable import MODERN_FROM, ResponseLost, StreamableHTTPTransport
+from .http.streamable import ResponseLost, StreamableHTTPTransport
 
 __all__ = [
     "StreamableHTTPTransport",

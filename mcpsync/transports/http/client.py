@@ -41,6 +41,8 @@ __all__ = [
     "safe_url",
     "status_error",
     "read_limited",
+    "read_error_body",
+    "discard",
     "shutdown_response",
     "USER_AGENT",
     "ACCEPT_POST",
@@ -50,8 +52,8 @@ __all__ = [
 USER_AGENT = f"mcpsync/{__version__} python-requests/{requests.__version__}"
 ACCEPT_POST = "application/json, text/event-stream"
 ACCEPT_SSE = "text/event-stream"
-_READ_CHUNK = 256 * 1024
-_ERROR_BODY_LIMIT = 64 * 1024
+#: bytes of an error reply's body read for its message
+ERROR_BODY_LIMIT = 64 * 1024
 
 
 def safe_url(url: str) -> str:
@@ -181,14 +183,13 @@ def status_error(status: int, method: str, url: str, body: bytes) -> HTTPStatusE
         except ProtocolError:  # garbage, invalid UTF-8, nesting too deep: the status says enough
             pass
     shown = safe_url(url)
-    error = HTTPStatusError(
+    return HTTPStatusError(
         status,
         shown,
         excerpt(body, 200) if body else "",
         message=f"HTTP {status} from {method} {shown}",
+        payload=payload,
     )
-    error.payload = payload  # type: ignore[attr-defined]
-    return error
 
 
 class Target(NamedTuple):
@@ -314,7 +315,7 @@ class HTTPClient:
             if response.status not in (307, 308):
                 return response, target
             location = response.headers.get("location")
-            _discard(response)
+            discard(response)
             if not location:
                 break
             moved = Target.of(urljoin(target.url, location))
@@ -388,7 +389,7 @@ class HTTPClient:
             self.session.close()
 
 
-def _discard(response: Any) -> None:
+def discard(response: Any) -> None:
     """Release a response we do not need (small bodies are drained so the connection is reused)."""
     try:
         length = response.headers.get("content-length")
@@ -402,6 +403,17 @@ def _discard(response: Any) -> None:
             response.close()
         except Exception:  # noqa: BLE001
             pass
+
+
+def read_error_body(response: Any) -> bytes:
+    """At most ``ERROR_BODY_LIMIT`` bytes of an error reply's body (b"" when it cannot be
+    read: the status says enough); the response is closed."""
+    try:
+        return response.read(ERROR_BODY_LIMIT, decode_content=True)
+    except Exception:  # noqa: BLE001 - the status says enough
+        return b""
+    finally:
+        response.close()
 
 
 def read_limited(response: Any, limit: int, what: str) -> bytes:

@@ -32,26 +32,24 @@ from ...errors import (
     RequestTimeout,
     TransportError,
 )
-from ...jsonrpc import decode, encode
+from ...jsonrpc import encode
 from ..base import Message, OnClose, OnError, OnMessage, Transport
 from .client import (
     ACCEPT_SSE,
     HTTPClient,
     Target,
-    _discard,
+    discard,
+    read_error_body,
     safe_url,
     shutdown_response,
     status_error,
     translate_error,
 )
-from .sse import EventTooLarge, ReplyTooLarge, SSEParser, response_id
+from .sse import SSEEvent, SSEParser, read_events
 
 __all__ = ["LegacySSETransport"]
 
 log = logging.getLogger("mcpsync.http")
-
-_READ_CHUNK = 256 * 1024
-_ERROR_BODY_LIMIT = 64 * 1024
 
 
 class LegacySSETransport(Transport):
@@ -124,16 +122,10 @@ class LegacySSETransport(Transport):
         self.target = target
         what = f"GET {safe_url(target.url)}"
         if response.status != 200:
-            body = b""
-            try:
-                body = response.read(_ERROR_BODY_LIMIT, decode_content=True)
-            except Exception:  # noqa: BLE001 - the status says enough
-                pass
-            response.close()
-            raise status_error(response.status, "GET", target.url, body)
+            raise status_error(response.status, "GET", target.url, read_error_body(response))
         ctype = response.headers.get("content-type", "").lower()
         if not ctype.startswith(ACCEPT_SSE):
-            _discard(response)
+            discard(response)
             raise ProtocolError(f"{what}: expected an event stream, got Content-Type {ctype!r}")
         self._response = response
         self._reader = threading.Thread(
@@ -165,16 +157,9 @@ class LegacySSETransport(Transport):
             self.endpoint = target
         status = response.status
         if 200 <= status < 300:
-            _discard(response)
+            discard(response)
             return
-        body = b""
-        try:
-            body = response.read(_ERROR_BODY_LIMIT, decode_content=True)
-        except Exception:  # noqa: BLE001
-            pass
-        finally:
-            response.close()
-        raise status_error(status, "POST", target.url, body)
+        raise status_error(status, "POST", target.url, read_error_body(response))
 
     def close(self) -> None:
         self._closing.set()
@@ -224,52 +209,28 @@ class LegacySSETransport(Transport):
             )
         self.endpoint = endpoint
 
+    def _on_other(self, event: SSEEvent) -> None:
+        if event.event == "endpoint" and self.endpoint is None:
+            self._set_endpoint(event.data)
+            self._endpoint_ready.set()
+
     def _read(self) -> None:
-        response = self._response
-        parser = SSEParser(self.max_event_bytes)
         closing = self._closing
         ended: BaseException | None = None
         try:
-            while not closing.is_set():
-                chunk = response.read1(_READ_CHUNK, decode_content=True)
-                if not chunk:
-                    break
-                for event in parser.feed(chunk):
-                    if isinstance(event, EventTooLarge):
-                        owner = response_id(event.head)  # fail that call now, if we can tell
-                        if owner is None:
-                            self._report(ProtocolError(f"{self.describe()}: {event}"))
-                        else:
-                            self._report(
-                                ReplyTooLarge(
-                                    f"{self.describe()}: reply to request {owner!r}: {event}",
-                                    request_id=owner,
-                                )
-                            )
-                        continue
-                    if event.event == "endpoint":
-                        if self.endpoint is None:
-                            self._set_endpoint(event.data)
-                            self._endpoint_ready.set()
-                        continue
-                    if event.event != "message" or not event.data.strip():
-                        continue
-                    try:
-                        message = decode(event.data)
-                    except ProtocolError as exc:
-                        self._report(ProtocolError(f"{self.describe()}: SSE event data: {exc}"))
-                        continue
-                    self._deliver(message)
+            read_events(
+                self._response,
+                SSEParser(self.max_event_bytes),
+                what=self.describe(),
+                deliver=self._deliver,
+                report=self._report,
+                stop=closing.is_set,
+                on_other=self._on_other,
+            )
         except ProtocolError as exc:  # a bad endpoint event
             ended = exc
         except Exception as exc:  # noqa: BLE001 - any read failure ends the stream
             ended = translate_error(exc, f"reading the SSE stream from {safe_url(self.target.url)}")
-        finally:
-            parser.finish()
-            try:
-                response.close()
-            except Exception:  # noqa: BLE001
-                pass
         if ended is None:
             ended = ConnectError(f"{self.describe()}: the server ended the event stream")
         if not self._endpoint_ready.is_set():

@@ -27,14 +27,25 @@ never raises. ``tests/test_fuzz_sse.py`` checks all of it against a reference mo
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
 from ...errors import ProtocolError
+from ...jsonrpc import decode
 
-__all__ = ["SSEEvent", "SSEParser", "EventTooLarge", "ReplyTooLarge", "response_id"]
+__all__ = [
+    "SSEEvent",
+    "SSEParser",
+    "EventTooLarge",
+    "ReplyTooLarge",
+    "response_id",
+    "read_events",
+    "READ_CHUNK",
+]
 
 _BOM = b"\xef\xbb\xbf"
+#: bytes asked of the socket per read of an event stream
+READ_CHUNK = 256 * 1024
 _HEAD = 256  # bytes of a too-large event's data kept for EventTooLarge.head
 _MAX_RETRY_DIGITS = 12  # 10^12 ms is 31 years: longer values count as that
 
@@ -345,3 +356,74 @@ def response_id(head: bytes) -> Any:
 def _names_method(head: bytes) -> bool:
     """True when ``head`` starts a request or notification (a top-level ``method``)."""
     return "method" in _top_keys(head)[0]
+
+
+# -- the read loop both HTTP transports run --------------------------------------------------
+
+
+def read_events(
+    response: Any,
+    parser: SSEParser,
+    *,
+    what: str,
+    deliver: Callable[[Any], None],
+    report: Callable[[BaseException], None],
+    stop: Callable[[], bool],
+    owner: Callable[[EventTooLarge], Any] | None = None,
+    claimed: Callable[[Any], bool] | None = None,
+    on_message: Callable[[Any], None] | None = None,
+    on_other: Callable[[SSEEvent], None] | None = None,
+    after_chunk: Callable[[], bool] | None = None,
+) -> None:
+    """Read the event stream ``response`` until it ends or ``stop()``; deliver each message.
+
+    Per event: a too-large one is reported (``ReplyTooLarge`` naming the request whose
+    reply it was, by ``owner`` (default: ``response_id`` of its first bytes), else a plain
+    ``ProtocolError``), and reading ends when ``claimed(owner)`` says so; an event of
+    another type than ``message`` goes to ``on_other``; empty data (priming events) is
+    skipped; data that is not JSON-RPC is reported; a message is shown to ``on_message``,
+    then delivered. After each chunk ``after_chunk()`` may end reading (True) or raise.
+    Read failures propagate. The parser is finished and the response closed on the way out.
+    """
+    read1 = response.read1
+    try:
+        while not stop():
+            chunk = read1(READ_CHUNK, decode_content=True)
+            if not chunk:
+                return
+            for event in parser.feed(chunk):
+                if isinstance(event, EventTooLarge):
+                    found = owner(event) if owner is not None else response_id(event.head)
+                    if found is None:
+                        report(ProtocolError(f"{what}: {event}"))
+                        continue
+                    report(
+                        ReplyTooLarge(
+                            f"{what}: reply to request {found!r}: {event}", request_id=found
+                        )
+                    )
+                    if claimed is not None and claimed(found):
+                        return
+                    continue
+                if event.event != "message":
+                    if on_other is not None:
+                        on_other(event)
+                    continue
+                if not event.data.strip():
+                    continue  # a priming event
+                try:
+                    message = decode(event.data)
+                except ProtocolError as exc:
+                    report(ProtocolError(f"{what}: SSE event data: {exc}"))
+                    continue
+                if on_message is not None:
+                    on_message(message)
+                deliver(message)
+            if after_chunk is not None and after_chunk():
+                return
+    finally:
+        parser.finish()
+        try:
+            response.close()
+        except Exception:  # noqa: BLE001 - closing a broken response: nothing to say
+            pass

@@ -4,8 +4,8 @@ Owns: the HTTP side of one MCP endpoint: one POST per message, the JSON or SSE r
 ``Mcp-Session-Id`` / ``MCP-Protocol-Version`` (and, on the 2026-07-28 wire, ``Mcp-Method``
 / ``Mcp-Name``) headers, the GET back-channel, resumption of broken SSE streams with
 ``Last-Event-ID``, DELETE on close, and translating every HTTP failure into the
-``mcpsync.errors`` types. Also the HTTP plumbing the legacy HTTP+SSE transport reuses
-(``HTTPClient``, ``translate_error``, ``safe_url``).
+``mcpsync.errors`` types (``client``), the ``Mcp-*`` rules (``headers``) and SSE
+parsing (``sse``) are shared with the legacy transport.
 
 Threads and the hot path:
 - ``send()`` POSTs in the calling thread. A JSON reply is read and delivered to
@@ -18,12 +18,12 @@ Threads and the hot path:
   back-channel runs on ``mcpsync-http-get[name]``; a 405 means the server offers none.
 
 Speed: ``requests.Session.post`` costs far more than the HTTP exchange itself. When this
-transport owns its ``requests.Session``, has no ``auth``, no proxy and no cookies, it sends
-through the session's own urllib3 connection pool (the one its ``HTTPAdapter`` manages, with
-the same TLS settings), skipping the per-call ``Request``/``Response`` machinery. Otherwise
-(a caller's session, an ``AuthBase``, a proxy, cookies) every request goes through
-``requests.Session.request``, so adapters, proxies and response hooks (the OAuth 401
-handler) all apply.
+transport owns its ``requests.Session``, has no ``auth``, no proxy, no .netrc entry and no
+cookies, it sends over a small keep-alive pool of ``http.client`` connections set up with
+the TLS settings requests would use (``fastpool``), skipping the per-call
+``Request``/``Response`` machinery. Otherwise (a caller's session, an ``AuthBase``, a proxy,
+cookies) every request goes through ``requests.Session.request``, so adapters, proxies and
+response hooks (the OAuth 401 handler) all apply.
 """
 
 from __future__ import annotations
@@ -47,23 +47,23 @@ from ...errors import (
     TransportError,
 )
 from ...jsonrpc import decode, encode
+from ...versions import is_modern
 from ..base import Message, OnClose, OnError, OnMessage, Transport
 from .client import (
-    _ERROR_BODY_LIMIT,
-    _READ_CHUNK,
     ACCEPT_POST,
     ACCEPT_SSE,
     HTTPClient,
     Target,
-    _discard,
+    discard,
+    read_error_body,
     read_limited,
     safe_url,
     shutdown_response,
     status_error,
     translate_error,
 )
-from .headers import _mcp_name, header_value
-from .sse import EventTooLarge, ReplyTooLarge, SSEParser, _names_method, response_id
+from .headers import encode_header_value, mcp_name
+from .sse import EventTooLarge, SSEParser, _names_method, read_events, response_id
 
 __all__ = ["StreamableHTTPTransport", "ResponseLost"]
 
@@ -73,8 +73,6 @@ log = logging.getLogger("mcpsync.http")
 DEFAULT_RETRY = 1.0
 #: longest reconnection delay honoured (a server's ``retry:`` may ask for years)
 MAX_RETRY_DELAY = 60.0
-#: protocol versions from this one on have no sessions, no GET stream, no resumption
-MODERN_FROM = "2026-07-28"
 #: sends of one message that may each race a session expiry before it gives up
 _MAX_RESENDS = 8
 #: longest wait for a re-initialization when the request has no timeout
@@ -192,7 +190,7 @@ class StreamableHTTPTransport(Transport):
     def set_protocol_version(self, version: str) -> None:
         with self._state_lock:
             self.protocol_version = version
-            self._modern = version >= MODERN_FROM and version[:2] == "20"
+            self._modern = is_modern(version)  # no sessions, GET stream or resumption
             self._rebuild_headers()
             if self._expiry is _HANDSHAKE:  # a re-initialization is complete
                 self._expiry = None
@@ -254,9 +252,9 @@ class StreamableHTTPTransport(Transport):
         request_id = message.get("id") if method is not None else None
         if self._modern and method is not None:
             hdrs = {**hdrs, "Mcp-Method": method}
-            name = _mcp_name(method, message.get("params"))
+            name = mcp_name(method, message.get("params"))
             if name is not None:
-                hdrs["Mcp-Name"] = header_value(name)
+                hdrs["Mcp-Name"] = encode_header_value(name)
         if headers:
             hdrs = {**hdrs, **headers}
         response, target = self._http.request(
@@ -270,7 +268,7 @@ class StreamableHTTPTransport(Transport):
             if method == "initialize":
                 self._capture_session(response)
             if status == 202 or status == 204:
-                _discard(response)
+                discard(response)
                 return True
             ctype = response.headers.get("content-type", "").lower()
             if ctype.startswith(ACCEPT_SSE):
@@ -293,13 +291,7 @@ class StreamableHTTPTransport(Transport):
             reply = decode(data)  # ProtocolError on garbage: the caller learns at once
             self._deliver(reply)
             return True
-        body = b""
-        try:
-            body = response.read(_ERROR_BODY_LIMIT, decode_content=True)
-        except Exception:  # noqa: BLE001 - the status says enough
-            pass
-        finally:
-            response.close()
+        body = read_error_body(response)
         if status == 404 and sent_session is not None:
             if self._not_found(sent_session, is_request):
                 return False
@@ -307,7 +299,7 @@ class StreamableHTTPTransport(Transport):
                 f"{what}: the server no longer knows session (HTTP 404); initialize again"
             )
         error = status_error(status, "POST", target.url, body)
-        payload = error.payload  # type: ignore[attr-defined]
+        payload = error.payload
         if (
             is_request
             and status not in (401, 403)
@@ -534,72 +526,65 @@ class StreamableHTTPTransport(Transport):
         ``idle_limit`` seconds passed without a JSON-RPC message (keep-alives alone do not
         count), or when the transport closes.
         """
-        response = stream.response
-        read1 = response.read1
         rid = stream.request_id
         closing = self._closing
         last_message = time.monotonic()
+
+        def owner(event: EventTooLarge) -> Any:
+            # Fail the request the reply was for now, not at its timeout: the one its first
+            # bytes name, else (on a request's own stream, unless it is a notification or a
+            # server request) the stream's request.
+            found = response_id(event.head)
+            if (
+                found is None
+                and rid is not None
+                and not stream.answered
+                and not _names_method(event.head)
+            ):
+                found = rid
+            return found
+
+        def claimed(found: Any) -> bool:
+            if found == rid and type(found) is type(rid):
+                stream.answered = True  # nobody waits on this stream any more
+                return True
+            return False
+
+        def on_message(message: Any) -> None:
+            nonlocal last_message
+            last_message = time.monotonic()
+            if rid is not None and not stream.answered:
+                for item in message if isinstance(message, list) else (message,):
+                    if "method" not in item and item.get("id") == rid:
+                        stream.answered = True
+
+        def after_chunk() -> bool:
+            if stream.answered and stream.resumed:
+                return True  # a resumption GET has done its job
+            if idle_limit is not None and time.monotonic() - last_message > idle_limit:
+                raise RequestTimeout(
+                    f"{self.describe()}: no message on the SSE stream for {idle_limit:g} s"
+                )
+            return False
+
         try:
-            while not closing.is_set() and not stream.aborted:
-                chunk = read1(_READ_CHUNK, decode_content=True)
-                if not chunk:
-                    return None
-                for event in parser.feed(chunk):
-                    if isinstance(event, EventTooLarge):
-                        # Fail the request the reply was for now, not at its timeout: the
-                        # one its first bytes name, else (on a request's own stream, unless
-                        # it is a notification or a server request) the stream's request.
-                        owner = response_id(event.head)
-                        if (
-                            owner is None
-                            and rid is not None
-                            and not stream.answered
-                            and not _names_method(event.head)
-                        ):
-                            owner = rid
-                        if owner is None:
-                            self._report(ProtocolError(f"{self.describe()}: {event}"))
-                            continue
-                        self._report(
-                            ReplyTooLarge(
-                                f"{self.describe()}: reply to request {owner!r}: {event}",
-                                request_id=owner,
-                            )
-                        )
-                        if owner == rid and type(owner) is type(rid):
-                            stream.answered = True  # nobody waits on this stream any more
-                            return None
-                        continue
-                    if event.event != "message" or not event.data.strip():
-                        continue  # priming events, other event types
-                    try:
-                        message = decode(event.data)
-                    except ProtocolError as exc:
-                        self._report(ProtocolError(f"{self.describe()}: SSE event data: {exc}"))
-                        continue
-                    last_message = time.monotonic()
-                    if rid is not None and not stream.answered:
-                        for item in message if isinstance(message, list) else (message,):
-                            if "method" not in item and item.get("id") == rid:
-                                stream.answered = True
-                    self._deliver(message)
-                if stream.answered and stream.resumed:
-                    return None  # a resumption GET has done its job
-                if idle_limit is not None and time.monotonic() - last_message > idle_limit:
-                    return RequestTimeout(
-                        f"{self.describe()}: no message on the SSE stream for {idle_limit:g} s"
-                    )
+            read_events(
+                stream.response,
+                parser,
+                what=self.describe(),
+                deliver=self._deliver,
+                report=self._report,
+                stop=lambda: closing.is_set() or stream.aborted,
+                owner=owner,
+                claimed=claimed,
+                on_message=on_message,
+                after_chunk=after_chunk,
+            )
             return None
         except Exception as exc:  # noqa: BLE001 - any read failure ends this stream
             if closing.is_set() or stream.aborted:
                 return None
             return translate_error(exc, f"reading the SSE stream from {safe_url(self.target.url)}")
-        finally:
-            parser.finish()
-            try:
-                response.close()
-            except Exception:  # noqa: BLE001
-                pass
 
     def _run_post_stream(self, stream: _Stream, read_timeout: float | None) -> None:
         parser = SSEParser(self.max_event_bytes)
@@ -636,7 +621,7 @@ class StreamableHTTPTransport(Transport):
                         continue
                     if response.status != 200:
                         refused = status_error(response.status, "GET", self.target.url, b"")
-                        _discard(response)
+                        discard(response)
                         self._lost(stream, refused, "resumption refused")
                         return
                     break
@@ -664,7 +649,7 @@ class StreamableHTTPTransport(Transport):
         if response.status == 200 and not response.headers.get(
             "content-type", ""
         ).lower().startswith(ACCEPT_SSE):
-            _discard(response)
+            discard(response)
             raise ProtocolError(
                 f"GET {safe_url(self.target.url)}: 200 reply is not an event stream"
             )
@@ -706,7 +691,7 @@ class StreamableHTTPTransport(Transport):
                 continue
             if response.status != 200:
                 status = response.status
-                _discard(response)
+                discard(response)
                 if status == 405:
                     self._get_unsupported = True  # the server offers no GET stream
                     log.debug("mcpsync: %s offers no GET stream (405)", self.describe())
@@ -748,7 +733,7 @@ class StreamableHTTPTransport(Transport):
         headers = self._side_headers("application/json, text/event-stream")
         try:
             response, _ = self._http.request("DELETE", self.target, headers, None, 5.0)
-            _discard(response)
+            discard(response)
             if response.status not in (200, 202, 204, 404, 405):
                 log.debug(
                     "mcpsync: DELETE of session at %s answered %s", self.describe(), response.status
