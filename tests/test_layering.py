@@ -39,7 +39,6 @@ KNOWN_OVERSIZE: set[str] = {
     "mcpsync.session",
     "mcpsync.smoke",
     "mcpsync.transports.stdio",
-    "mcpsync.transports.http.streamable",
 }
 
 # Package folders (relative to mcpsync/) without a README.md today.
