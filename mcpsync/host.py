@@ -454,9 +454,9 @@ class Host:
             self._close_session(s.name, session)
 
     def _stdio_transport(self, s: _Server, kwargs: dict[str, Any]) -> Any:
-        from .transports.stdio import StdioTransport
+        from .transports.select import stdio_transport
 
-        transport = StdioTransport(
+        transport = stdio_transport(
             kwargs.pop("target"),
             env=kwargs.pop("env", None),
             cwd=kwargs.pop("cwd", None),
