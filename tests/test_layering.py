@@ -37,7 +37,6 @@ KNOWN_OVERSIZE: set[str] = {
     "mcpsync.host",
     "mcpsync.modern",
     "mcpsync.session",
-    "mcpsync.smoke",
     "mcpsync.transports.stdio",
 }
 

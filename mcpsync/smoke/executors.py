@@ -1,0 +1,184 @@
+"""Running every entry on an executor: a bounded wait per wave, a worker that died becomes a
+``worker`` failure, an entry that timed out in a pool is retried alone; the process-pool
+initializer and stopper, and closing the hosts a cancelled run left open.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import BrokenExecutor, Executor, Future
+from concurrent.futures import TimeoutError as FuturesTimeout
+from concurrent.futures import wait as wait_futures
+from typing import TYPE_CHECKING, Any
+
+from ..config import ServerEntry
+from .results import EntryResult, _error_text
+from .runner import _ACTIVE, _ACTIVE_LOCK, _CLOSE_TIMEOUT, _SLACK, run_entry
+
+if TYPE_CHECKING:
+    from .runner import SmokeOptions
+
+__all__ = ["worker_initializer", "stop_process_pool"]
+
+log = logging.getLogger("mcpsync.smoke")
+
+
+# --------------------------------------------------------------------------- the run
+
+
+def worker_initializer() -> None:
+    """``initializer=`` for a process pool running smoke entries (``--executor process``).
+
+    Ctrl-C is left to the parent (SIGINT ignored); SIGTERM from :func:`stop_process_pool`
+    interrupts the entry in progress, which closes its server, or ends an idle worker.
+    """
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _on_sigterm)
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    if _ACTIVE:
+        raise KeyboardInterrupt  # run_entry's finally closes the host (and its server)
+    os._exit(0)  # idle: nothing to clean up
+
+
+def stop_process_pool(pool: Executor) -> None:
+    """After Ctrl-C: stop the entries a process pool (with :func:`worker_initializer`) runs."""
+    import signal
+
+    processes = getattr(pool, "_processes", None) or {}
+    for proc in list(processes.values()):
+        try:
+            os.kill(proc.pid, signal.SIGTERM)
+        except (OSError, AttributeError):
+            pass
+    pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _close_active(run_id: str) -> None:
+    with _ACTIVE_LOCK:
+        hosts = list(_ACTIVE.pop(run_id, ()))
+    threads = [
+        threading.Thread(target=h.close, name=f"mcpsync-smoke-stop[{i}]", daemon=True)
+        for i, h in enumerate(hosts)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(_CLOSE_TIMEOUT)
+
+
+def _isolated_executor(executor: Executor) -> Callable[[], Executor] | None:
+    """For a broken process pool: how to make a one-worker pool like it (to retry alone)."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    if not isinstance(executor, ProcessPoolExecutor):
+        return None
+
+    def make() -> Executor:
+        return ProcessPoolExecutor(
+            max_workers=1,
+            mp_context=getattr(executor, "_mp_context", None),
+            initializer=getattr(executor, "_initializer", None),
+            initargs=getattr(executor, "_initargs", ()),
+        )
+
+    return make
+
+
+def _worker_failure(entry: ServerEntry, error: BaseException) -> EntryResult:
+    text = _error_text(error)
+    if isinstance(error, BrokenExecutor):
+        text = f"the worker running this entry died ({type(error).__name__}: {error})"
+    return EntryResult(
+        name=entry.name,
+        state="failed",
+        transport=entry.transport,
+        target=entry.describe(),
+        failure="worker",
+        error=text,
+    )
+
+
+def _timed_out(entry: ServerEntry, bound: float) -> EntryResult:
+    return EntryResult(
+        name=entry.name,
+        state="failed",
+        transport=entry.transport,
+        target=entry.describe(),
+        failure="timeout",
+        error=f"RequestTimeout: the worker gave no result within {bound:.0f} s",
+    )
+
+
+def _run_all(
+    pool: Executor,
+    todo: list[tuple[int, ServerEntry]],
+    options: SmokeOptions,
+    parallel: int,
+) -> Iterable[tuple[int, EntryResult]]:
+    if not todo:
+        return
+    futures: dict[Future[EntryResult], tuple[int, ServerEntry]] = {}
+    for index, entry in todo:
+        try:
+            fut = pool.submit(run_entry, entry, options)
+        except BrokenExecutor as exc:
+            fut = Future()
+            fut.set_exception(exc)
+        futures[fut] = (index, entry)
+    per = max(options.entry_bound(e) for _, e in todo)
+    waves = -(-len(todo) // max(1, parallel))
+    deadline = time.monotonic() + per * waves + _SLACK
+    pending = set(futures)
+    broken: list[tuple[int, ServerEntry]] = []
+    while pending:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        done, pending = wait_futures(pending, timeout=min(left, 1.0), return_when="FIRST_COMPLETED")
+        for fut in done:
+            index, entry = futures[fut]
+            try:
+                yield index, fut.result()
+            except BrokenExecutor as exc:
+                broken.append((index, entry))
+                log.info("worker for %r died: %s", entry.name, exc)
+            except Exception as exc:  # a worker-side failure outside run_entry (dask: KilledWorker)
+                yield index, _worker_failure(entry, exc)
+    for fut in pending:
+        fut.cancel()
+        index, entry = futures[fut]
+        yield index, _timed_out(entry, per * waves)
+    if broken:
+        yield from _retry_alone(pool, broken, options)
+
+
+def _retry_alone(
+    pool: Executor, broken: list[tuple[int, ServerEntry]], options: SmokeOptions
+) -> Iterable[tuple[int, EntryResult]]:
+    """A process pool broke: run each affected entry alone, so only the culprit fails."""
+    make = _isolated_executor(pool)
+    for index, entry in sorted(broken, key=lambda item: item[0]):
+        if make is None:
+            yield index, _worker_failure(entry, BrokenExecutor("the executor broke"))
+            continue
+        solo = make()
+        try:
+            fut = solo.submit(run_entry, entry, options)
+            try:
+                yield index, fut.result(timeout=options.entry_bound(entry) + _SLACK)
+            except BrokenExecutor as exc:
+                yield index, _worker_failure(entry, exc)
+            except FuturesTimeout:
+                yield index, _timed_out(entry, options.entry_bound(entry))
+            except Exception as exc:
+                yield index, _worker_failure(entry, exc)
+        finally:
+            solo.shutdown(wait=True, cancel_futures=True)
