@@ -5,7 +5,8 @@ handshake, unwinding on failure), the client's advertised capabilities (derived 
 the handlers given), capability contracts in both directions, typed results (the
 official ``mcp_types`` wire models, imported on first use), list caches refreshed on
 ``list_changed``, subscriptions, log routing, and the blocking one-liners with their
-``submit_*`` twins that return ``concurrent.futures.Future``.
+``submit_*`` twins that return ``concurrent.futures.Future``. Each one-liner is a call
+over ``self._era`` (``mcpsync.protocol``): the era decides how a request goes out.
 
 Example (runs against the bundled demo server)::
 
@@ -21,12 +22,15 @@ from __future__ import annotations
 import functools
 import logging
 import os
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future, InvalidStateError
+from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, Literal
 
+from ._typed import check_schema as _check_schema
+from ._typed import typed_handler as _typed_handler
+from ._typed import types as _types
+from ._typed import validate as _validate
 from ._version import __version__
 from .config import command_name
 from .connection import Connection, Progress
@@ -37,12 +41,12 @@ from .errors import (
     MCPSyncError,
     ProtocolError,
     RequestTimeout,
-    ServerError,
     ServerExited,
 )
 from .filters import NameFilter, ToolExcluded
-from .handshake import Handshake
-from .modern import ModernFuture, ModernWire, negotiate, resolve_era, server_identity
+from .protocol import UNSET, Agreement, CallOptions, Derived, Era, Interest, NotReady, ToolIndex
+from .protocol import settle as _settle
+from .protocol.choose import DEFAULT_CACHES, Caches, bring_up, resolve_era, server_identity
 from .transports.base import Transport
 
 if TYPE_CHECKING:
@@ -93,115 +97,7 @@ _LOG_LEVELS = {
     "emergency": logging.CRITICAL,
 }
 
-_UNSET: Any = ...
-
-
-def _types() -> Any:
-    import mcp_types  # ~0.2 s of pydantic model building: only when a typed result is needed
-
-    return mcp_types
-
-
-_validators: dict[str, Callable[[Any], Any]] = {}  # model name -> its pydantic validator
-
-
-def _validate(model_name: str, data: Any) -> Any:
-    """``data`` as the ``mcp_types`` model ``model_name`` (ProtocolError if it does not fit)."""
-    validate = _validators.get(model_name)
-    if validate is None:
-        model = getattr(_types(), model_name)
-        validate = _validators[model_name] = (
-            _tagged_content(model) or model.__pydantic_validator__.validate_python
-        )
-    try:
-        return validate(data)
-    except ValueError as exc:  # pydantic's ValidationError is a ValueError
-        raise ProtocolError(f"server sent an invalid {model_name}: {exc}") from None
-
-
-def _tagged_content(model: Any) -> Callable[[Any], Any] | None:
-    """A faster validator for a model with a ``content: list[<content block union>]`` field.
-
-    ``mcp_types`` declares the content-block union without a discriminator, so pydantic
-    tries every member for every block (measured: 4.6 us for a one-block CallToolResult,
-    20 us for five). Here the blocks are validated first through the same union tagged by
-    their ``type``; the model then receives ready instances, which it accepts as they are
-    (2.6 us and 4.5 us). The result is the same plain ``mcp_types`` model. None when the
-    model has no such field, or the union cannot be tagged.
-    """
-    import typing
-
-    from pydantic import Field, TypeAdapter
-
-    field = model.model_fields.get("content")
-    if field is None or typing.get_origin(field.annotation) is not list:
-        return None
-    (union,) = typing.get_args(field.annotation)
-    try:
-        adapter = TypeAdapter(list[typing.Annotated[union, Field(discriminator="type")]])  # type: ignore[valid-type]
-        blocks = adapter.validator.validate_python  # the core validator: one Python frame less
-    except Exception:  # noqa: BLE001 - a member without a literal "type": keep pydantic's way
-        return None
-    whole = model.__pydantic_validator__.validate_python
-
-    def validate(data: Any) -> Any:
-        if type(data) is dict and type(data.get("content")) is list:
-            try:
-                return whole({**data, "content": blocks(data["content"])})
-            except ValueError:
-                pass  # invalid: let the model itself say where (content.0.text, ...)
-        return whole(data)
-
-    return validate
-
-
-class _Derived(Future):  # type: ignore[type-arg]
-    """A future computed from another (a typed result from a raw one); cancel goes upstream."""
-
-    def __init__(
-        self, source: Future[Any], convert: Callable[[Any], Any], conn: Connection | None = None
-    ) -> None:
-        super().__init__()
-        self._conn = conn
-        self._source = source
-        self._convert = convert
-        self._mcpsync_call = getattr(source, "_mcpsync_call", None)
-        source.add_done_callback(self._resolve)
-
-    def _resolve(self, source: Future[Any]) -> None:
-        try:
-            if source.cancelled():
-                super().cancel()
-                return
-            error = source.exception()
-            if error is not None:
-                self.set_exception(error)
-            else:
-                try:
-                    value = self._convert(source.result())
-                except BaseException as exc:  # noqa: BLE001 - delivered through the future
-                    self.set_exception(exc)
-                else:
-                    self.set_result(value)
-        except InvalidStateError:
-            pass  # cancelled by the caller meanwhile
-
-    def cancel(self) -> bool:
-        self._source.cancel()
-        return super().cancel()
-
-    def result(self, timeout: float | None = None) -> Any:
-        """As ``Future.result``; on stdio the waiting thread reads its own response."""
-        conn = self._conn
-        if conn is not None and not self.done():
-            if timeout is None:
-                return conn.wait(self)
-            pump = conn._pump  # the transport's read-in-this-thread hook (stdio), if any
-            if pump is not None:
-                pump(self, time.monotonic() + timeout)
-                if self.done():
-                    timeout = 0
-        return super().result(timeout)
+_UNSET: Any = UNSET
 
 
 class Session:
@@ -215,9 +111,10 @@ class Session:
         self.era: Literal["legacy", "modern"] = "legacy"
         #: how bring-up chose the era, in words
         self.era_reason = ""
-        self._modern: ModernWire | None = None
+        #: the era's implementation of every request (``mcpsync.protocol``)
+        self._era: Era = NotReady()
         self.reinitializations = 0
-        self._handshake: Handshake | None = None
+        self._handshake: Agreement | None = None
         self._allowed: set[str] = set()  # methods whose capability the handshake showed
         self._init_args: dict[str, Any] = {}
         #: the auth object given to connect(): held for the session's life; its
@@ -230,16 +127,9 @@ class Session:
         # child loggers for server-chosen `logger` names: at most _MAX_SERVER_LOGGERS (a
         # logging.Logger lives as long as the process); the rest log here with their name
         self._server_loggers: dict[str, logging.Logger] = {}
-        self._cache_lock = threading.Lock()
-        self._tools: list[Tool] | None = None
-        self._tools_by_name: dict[str, Tool] = {}
-        self._list_cache: dict[str, list[Any]] = {}
-        self._list_changed: dict[str, list[Callable[[], None]]] = {
-            "tools": [],
-            "resources": [],
-            "prompts": [],
-        }
-        self._subscriptions: dict[str, list[Callable[[str], None]]] = {}
+        self._tools = ToolIndex()  # the tools last listed: output schemas, the legacy list cache
+        self._interest = Interest()  # what the callbacks want to hear about
+        self._caches: Caches = DEFAULT_CACHES  # era verdicts and cache hints
         self._notification_callbacks: list[Callable[[str, dict[str, Any]], None]] = []
         self._tool_filter: NameFilter | None = None  # include_tools / exclude_tools
 
@@ -270,6 +160,7 @@ class Session:
         strict: bool = True,
         include_tools: str | Sequence[str] | None = None,
         exclude_tools: str | Sequence[str] | None = None,
+        _caches: Caches | None = None,
     ) -> Session:
         """Bring up a session and return it ready for use.
 
@@ -290,6 +181,9 @@ class Session:
 
         ``include_tools`` / ``exclude_tools``: tool name globs (``fnmatch``; exclude wins).
         A hidden tool is not listed, and calling it raises ``ToolExcluded`` (nothing sent).
+
+        ``_caches`` (private): the era verdict and cache-hint stores to use instead of the
+        process-wide ones (``mcpsync.protocol.choose.Caches``; tests pass fresh ones).
         """
         started = time.perf_counter()
         # one deadline for the whole bring-up: probe, initialize, fallbacks and restarts
@@ -337,6 +231,7 @@ class Session:
                                   "era": era, "server_key": server_key, "credential_key": credential_key}  # fmt: skip
             session._keep_alive = auth
             session._tool_filter = tool_filter
+            session._caches = _caches or DEFAULT_CACHES
             try:
                 conn.start()
                 session.phases["transport"] = time.perf_counter() - t0
@@ -365,8 +260,7 @@ class Session:
                     continue
                 _explain_bringup_failure(exc, chosen)
                 raise
-            if session.era == "legacy":
-                conn.reinitialize = session._reinitialize
+            session._era.on_expired(session._reinitialize)
             session.phases["total"] = time.perf_counter() - started
             return session
         assert last_error is not None
@@ -381,13 +275,12 @@ class Session:
         paused = None
         if auth_before is not None:  # an interactive authorization does not count against the bound
             paused = lambda: auth_obj.flow_seconds or 0.0  # noqa: E731
-        handshake = negotiate(
-            self._conn,
-            capabilities=self._client_capabilities,
-            deadline=deadline,
-            paused=paused,
-            **args,
-        )
+        self._era = era_impl = bring_up(
+            self._conn, interest=self._interest, tools=self._tools, keep_alive=self._keep_alive,
+            relist_tools=self._relist_tools, require=self._require, caches=self._caches,
+            capabilities=self._client_capabilities, deadline=deadline, paused=paused, **args,
+        )  # fmt: skip
+        handshake = era_impl.agreement
         self._allowed = set()
         self._handshake = handshake
         self.era = handshake.era  # type: ignore[assignment]
@@ -398,23 +291,20 @@ class Session:
             if spent > 0:
                 self.phases["auth"] = spent
                 seconds = max(seconds - spent, 0.0)
-        self.phases["discover" if handshake.era == "modern" else "initialize"] = seconds
+        self.phases[era_impl.bringup_phase] = seconds
         if handshake.probe_seconds is not None:
             self.phases["probe"] = handshake.probe_seconds
-        if handshake.era == "modern":
-            self._modern = ModernWire(
-                self, handshake, server_key=args.get("server_key"), credential_key=args.get("credential_key"),
-                keep_alive=self._keep_alive,
-            )  # fmt: skip
+
+    def _relist_tools(self) -> None:
+        """The modern era's re-list after a header mismatch (-32020)."""
+        self.list_tools(refresh=True)
 
     def _reinitialize(self) -> None:
         """The HTTP session expired: bring it up again with the same capabilities."""
         log.warning("mcpsync: session with %s expired; initializing again", self.name)
         self.reinitializations += 1
         self._initialize(era="legacy")
-        with self._cache_lock:
-            self._tools = None
-            self._list_cache.clear()
+        self._tools.forget()
 
     def _install_handlers(
         self,
@@ -491,8 +381,7 @@ class Session:
 
     def close(self) -> None:
         """Close the session: the transport, the server process, every thread. Idempotent."""
-        if self._modern is not None:
-            self._modern.close()
+        self._era.close()
         self._conn.close()
 
     def __enter__(self) -> Session:
@@ -531,20 +420,8 @@ class Session:
         max_timeout: float | None = None,
     ) -> Future[Any]:
         self._require(method)
-        if reset_timeout_on_progress and on_progress is None:
-            on_progress = _ignore_progress  # the token that lets progress reset the timer
-        if self._modern is not None:
-            return self._modern.submit(method, params, convert, timeout=timeout, on_progress=on_progress,
-                                       reset_timeout_on_progress=reset_timeout_on_progress, max_timeout=max_timeout)  # fmt: skip
-        raw = self._conn.request(
-            method,
-            params,
-            timeout=timeout,
-            on_progress=on_progress,
-            reset_timeout_on_progress=reset_timeout_on_progress,
-            max_timeout=max_timeout,
-        )
-        return _Derived(raw, convert, self._conn)
+        opts = CallOptions.of(timeout, on_progress, reset_timeout_on_progress, max_timeout)
+        return self._era.submit(method, params, convert, opts)
 
     def _call(
         self,
@@ -559,20 +436,8 @@ class Session:
     ) -> Any:
         """The blocking twin of ``_submit``: the raw result, converted in this thread."""
         self._require(method)
-        if reset_timeout_on_progress and on_progress is None:
-            on_progress = _ignore_progress  # the token that lets progress reset the timer
-        if self._modern is not None:
-            return self._modern.call(method, params, convert, timeout=timeout, on_progress=on_progress,
-                                     reset_timeout_on_progress=reset_timeout_on_progress, max_timeout=max_timeout)  # fmt: skip
-        raw = self._conn.call(
-            method,
-            params,
-            timeout=timeout,
-            on_progress=on_progress,
-            reset_timeout_on_progress=reset_timeout_on_progress,
-            max_timeout=max_timeout,
-        )
-        return convert(raw)
+        opts = CallOptions.of(timeout, on_progress, reset_timeout_on_progress, max_timeout)
+        return self._era.call(method, params, convert, opts)
 
     def _paginate(
         self, method: str, key: str, model: str, params: dict[str, Any] | None = None
@@ -587,10 +452,7 @@ class Session:
             if cursor is not None:
                 page_params["cursor"] = cursor
             try:
-                if self._modern is not None:  # cache hints, x-mcp-header checks
-                    page = self._modern.request_page(method, page_params or None)
-                else:
-                    page = self._conn.request(method, page_params or None)
+                page = self._era.page(method, page_params or None)
             except MCPSyncError as exc:
                 _settle(result, exc)
                 return
@@ -630,9 +492,7 @@ class Session:
         return result
 
     def _wait(self, future: Future[Any]) -> Any:
-        if isinstance(future, ModernFuture):  # may span several requests: each bounds itself
-            return future.wait()
-        return self._conn.wait(future)
+        return self._era.wait(future)
 
     # -- ping --------------------------------------------------------------------------
 
@@ -650,13 +510,11 @@ class Session:
 
         def remember(f: Future[Any]) -> None:
             if not f.cancelled() and f.exception() is None:
-                with self._cache_lock:
-                    self._tools = list(f.result())
-                    self._tools_by_name = {t.name: t for t in self._tools}
+                self._tools.remember(f.result())
 
         future.add_done_callback(remember)
         if self._tool_filter is not None:
-            return _Derived(future, self._visible_tools, self._conn)
+            return Derived(future, self._visible_tools, self._conn)
         return future
 
     def _visible_tools(self, tools: Sequence[Tool]) -> list[Tool]:
@@ -665,11 +523,11 @@ class Session:
 
     def list_tools(self, *, refresh: bool = False) -> list[Tool]:
         """Every tool the server offers (all pages). Cached until the server says the list changed."""
-        if self._modern is not None:  # modern: the hint cache decides what is fresh
-            if refresh:
-                self._modern.forget_cached("tools/list")
-        elif not refresh and self._tools is not None:
-            return self._visible_tools(self._tools)
+        if refresh:
+            self._era.invalidate("tools/list")
+        cached = self._era.cached("tools/list")  # legacy: the last list; modern: hint cache
+        if cached is not None:
+            return self._visible_tools(cached)
         return list(self._wait(self.submit_list_tools()))
 
     def _tool_call(
@@ -685,7 +543,7 @@ class Session:
             params["arguments"] = dict(arguments)
         if meta:
             params["_meta"] = dict(meta)
-        return params, functools.partial(self._tool_result, self._tools_by_name.get(name))
+        return params, functools.partial(self._tool_result, self._tools.get(name))
 
     def submit_call_tool(
         self,
@@ -788,31 +646,19 @@ class Session:
     def subscribe_resource(self, uri: str, callback: Callable[[str], None]) -> None:
         """Ask to be told when ``uri`` changes; ``callback(uri)`` runs on the dispatch thread."""
         uri = str(uri)
-        first = uri not in self._subscriptions
-        self._subscriptions.setdefault(uri, []).append(callback)
-        if first:
+        if self._interest.add_uri(uri, callback):
             try:
-                if self._modern is not None:  # subscriptions/listen with this URI in the filter
-                    self._require("resources/subscribe")
-                    honored = self._modern.listener.update(timeout=self._conn.default_timeout) or {}
-                    if uri not in (honored.get("resourceSubscriptions") or ()):
-                        raise CapabilityError(
-                            f"server {self.name!r} did not agree to send updates for {uri!r}"
-                        )
-                else:
-                    self._wait(self._submit("resources/subscribe", {"uri": uri}, lambda _: None))
+                self._require("resources/subscribe")
+                self._era.subscribe(uri, self._conn.default_timeout)
             except BaseException:
-                self._subscriptions.pop(uri, None)
+                self._interest.drop_uri(uri)
                 raise
 
     def unsubscribe_resource(self, uri: str) -> None:
         """Stop updates for ``uri``."""
         uri = str(uri)
-        if self._subscriptions.pop(uri, None) is not None:
-            if self._modern is not None:
-                self._modern.listener.update(timeout=self._conn.default_timeout)
-            else:
-                self._wait(self._submit("resources/unsubscribe", {"uri": uri}, lambda _: None))
+        if self._interest.drop_uri(uri):
+            self._era.unsubscribe(uri, self._conn.default_timeout)
 
     # -- prompts -----------------------------------------------------------------------
 
@@ -884,10 +730,7 @@ class Session:
             raise ConfigError(
                 f"unknown log level {level!r}; expected one of {', '.join(_LOG_LEVELS)}"
             )
-        if self._modern is not None:  # 2026-07-28: a _meta field of every request; nothing to send
-            self._modern.set_log_level(level)
-            return
-        self._wait(self._submit("logging/setLevel", {"level": level}, lambda _: None))
+        self._era.set_log_level(level)
 
     # -- roots (client side) -------------------------------------------------------------
 
@@ -896,8 +739,7 @@ class Session:
         if "roots" not in self._client_capabilities:
             raise CapabilityError("connect with roots=... to offer roots to the server")
         self._roots = roots
-        if self._modern is None:  # modern servers ask for roots with each request
-            self._conn.notify("notifications/roots/list_changed")
+        self._era.roots_changed()
 
     def _answer_roots(self, params: dict[str, Any]) -> dict[str, Any]:
         roots = self._roots() if callable(self._roots) else self._roots
@@ -914,39 +756,35 @@ class Session:
 
     def on_tools_changed(self, callback: Callable[[], None]) -> None:
         """Run ``callback()`` when the server says its tool list changed."""
-        self._list_changed["tools"].append(callback)
-        self._listen_changed()
+        self._interest.list_changed["tools"].append(callback)
+        self._era.watch(self._conn.default_timeout)
 
     def on_resources_changed(self, callback: Callable[[], None]) -> None:
-        self._list_changed["resources"].append(callback)
-        self._listen_changed()
+        self._interest.list_changed["resources"].append(callback)
+        self._era.watch(self._conn.default_timeout)
 
     def on_prompts_changed(self, callback: Callable[[], None]) -> None:
-        self._list_changed["prompts"].append(callback)
-        self._listen_changed()
-
-    def _listen_changed(self) -> None:
-        if self._modern is not None:  # modern: change notifications come on subscriptions/listen
-            self._modern.listen_for_callbacks(self._conn.default_timeout)
+        self._interest.list_changed["prompts"].append(callback)
+        self._era.watch(self._conn.default_timeout)
 
     def on_notification(self, callback: Callable[[str, dict[str, Any]], None]) -> None:
         """Run ``callback(method, params)`` for every notification from the server."""
         self._notification_callbacks.append(callback)
 
     def _on_notification(self, method: str, params: dict[str, Any]) -> None:
+        if not self._era.on_notification(method, params):
+            return  # e.g. from a listen stream already left
         if method == "notifications/message":
             self._on_log_message(params)
         elif method.endswith("/list_changed"):
             kind = method.split("/")[1]
             if kind == "tools":
-                with self._cache_lock:
-                    self._tools = None
-                    self._tools_by_name = {}
-            for on_change in self._list_changed.get(kind, ()):
+                self._tools.forget()
+            for on_change in self._interest.list_changed.get(kind, ()):
                 on_change()
         elif method == "notifications/resources/updated":
             uri = params.get("uri", "")
-            for on_update in self._subscriptions.get(uri, ()):
+            for on_update in self._interest.subscriptions.get(uri, ()):
                 on_update(uri)
         for callback in self._notification_callbacks:
             callback(method, params)
@@ -991,50 +829,6 @@ def _explain_bringup_failure(error: BaseException, transport: Transport) -> None
             extra.append("--- last stderr lines ---\n" + tail)
     if extra and error.args and isinstance(error.args[0], str):
         error.args = ("\n".join([error.args[0], *extra]), *error.args[1:])
-
-
-def _ignore_progress(progress: Progress) -> None:
-    """The progress callback of a call that wants only ``reset_timeout_on_progress``:
-    with it the request carries a progress token, and each report restarts the timer."""
-
-
-def _settle(future: Future[Any], error: BaseException | None, value: Any = None) -> None:
-    try:
-        if error is not None:
-            future.set_exception(error)
-        else:
-            future.set_result(value)
-    except InvalidStateError:
-        pass
-
-
-def _typed_handler(handler: Callable[[Any], Any], model: str) -> Callable[[dict[str, Any]], Any]:
-    """Give a user's handler the typed params; it may return a model or a dict."""
-
-    def run(params: dict[str, Any]) -> Any:
-        from pydantic import TypeAdapter, ValidationError
-
-        target = getattr(_types(), model)
-        try:
-            typed = TypeAdapter(target).validate_python(params)
-        except ValidationError as exc:
-            raise ServerError(-32602, f"invalid params: {exc}") from None
-        return handler(typed)
-
-    return run
-
-
-def _check_schema(instance: Any, schema: dict[str, Any], what: str) -> None:
-    import jsonschema  # imported on first use: ~0.15 s
-
-    try:
-        jsonschema.validate(instance, schema)
-    except jsonschema.ValidationError as exc:
-        raise ProtocolError(f"{what} does not match its outputSchema: {exc.message}") from None
-    except jsonschema.SchemaError as exc:
-        raise ProtocolError(
-            f"{what}: the tool's outputSchema is not a valid JSON Schema: {exc.message}"
-        ) from None
 
 
 def _http_candidates(

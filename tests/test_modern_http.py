@@ -13,6 +13,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import pytest
 from servers.launch import (
@@ -28,7 +29,7 @@ from servers.launch import (
 from test_modern_stdio import user_code
 
 import mcpsync
-from mcpsync import modern
+from mcpsync.protocol.choose import Caches
 
 pytest.importorskip("mcpsync.transports.streamable_http")
 pytestmark = pytest.mark.real
@@ -45,11 +46,20 @@ def modern_sdk_http(*, json_response: bool = False) -> Iterator[RunningServer]:
         yield server
 
 
+_caches = Caches()
+
+
 @pytest.fixture(autouse=True)
-def _fresh_verdicts():
-    modern.forget_era()
-    yield
-    modern.forget_era()
+def caches() -> Caches:
+    """Fresh era-verdict and hint caches for each test: every connect() below gets them."""
+    global _caches
+    _caches = Caches()
+    return _caches
+
+
+def connect(target: Any, **kwargs: Any) -> mcpsync.Session:
+    kwargs.setdefault("_caches", _caches)
+    return mcpsync.Session.connect(target, **kwargs)
 
 
 @pytest.mark.parametrize(
@@ -64,7 +74,7 @@ def _fresh_verdicts():
     ],
 )  # fmt: skip
 def test_auto_picks_the_era_of_each_http_server(no_leaks, launch, era, kind, why):
-    with launch() as server, mcpsync.Session.connect(server.url, timeout=30) as s:
+    with launch() as server, connect(server.url, timeout=30) as s:
         assert (s.era, s.transport.kind) == (era, kind), s.era_reason
         assert why in s.era_reason
         assert s.list_tools()
@@ -77,14 +87,14 @@ def test_the_same_user_code_runs_over_http(no_leaks):
 
 
 def test_param_headers_and_header_mismatch_recovery(no_leaks):
-    with modern_sdk_http() as server, mcpsync.Session.connect(server.url, timeout=30) as s:
+    with modern_sdk_http() as server, connect(server.url, timeout=30) as s:
         # Not listed yet: the first call goes without Mcp-Param-Region, the SDK answers
         # -32020, the client lists the tools and retries with the header.
         assert (
             s.call_tool("regional", {"region": "Zürich ", "query": "q"}).content[0].text
             == "Zürich : q"
         )
-        assert s._modern is not None and "Region" in s._modern._tool_headers["regional"]
+        assert "Region" in s._era._tool_headers["regional"]  # type: ignore[attr-defined]
         assert s.call_tool("regional", {"region": "eu", "query": "q"}).content[0].text == "eu: q"
 
 
@@ -95,7 +105,7 @@ def test_multi_round_input_over_http(no_leaks):
             {"action": "accept", "content": {"colour": "red"}},
         ]
     )
-    with modern_sdk_http() as server, mcpsync.Session.connect(
+    with modern_sdk_http() as server, connect(
         server.url, timeout=30, elicitation_handler=lambda p: next(answers)
     ) as s:  # fmt: skip
         assert (
@@ -105,7 +115,7 @@ def test_multi_round_input_over_http(no_leaks):
 
 
 def test_cancel_closes_the_response_stream(no_leaks):
-    with modern_sdk_http() as server, mcpsync.Session.connect(server.url, timeout=30) as s:
+    with modern_sdk_http() as server, connect(server.url, timeout=30) as s:
         aborted = []
         original = s.transport.abort_request
 
@@ -114,7 +124,7 @@ def test_cancel_closes_the_response_stream(no_leaks):
             return original(request_id)
 
         s.transport.abort_request = abort
-        s._modern._conn.cancel_hook = lambda rid: abort(rid) or True
+        s.connection.cancel_hook = lambda rid: abort(rid) or True
         started = threading.Event()
         future = s.submit_call_tool(
             "long_running", {"duration": 30, "steps": 300}, on_progress=lambda p: started.set()
@@ -126,7 +136,7 @@ def test_cancel_closes_the_response_stream(no_leaks):
 
 
 def test_listen_stream_over_http(no_leaks):
-    with modern_sdk_http() as server, mcpsync.Session.connect(server.url, timeout=30) as s:
+    with modern_sdk_http() as server, connect(server.url, timeout=30) as s:
         updated = threading.Event()
         changed = threading.Event()
         s.subscribe_resource("demo://readme", lambda uri: updated.set())

@@ -11,6 +11,7 @@ import base64
 import itertools
 import queue
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -40,6 +41,8 @@ from mcpsync.modern import (
     InputRequiredRoundsExceeded,
     InvalidToolHeaders,
 )
+from mcpsync.protocol import choose
+from mcpsync.protocol.choose import Caches, server_identity
 
 MODERN = "2026-07-28"
 _identities = itertools.count(1)
@@ -65,6 +68,7 @@ def modern_fake(
 
 
 def connect(server: FakeServer, **kwargs: Any) -> mcpsync.Session:
+    kwargs.setdefault("_caches", _caches)
     return mcpsync.Session.connect(server.transport, timeout=5, connect_timeout=5, **kwargs)
 
 
@@ -83,13 +87,15 @@ def reply_error(server: FakeServer, message: dict[str, Any], err: dict[str, Any]
     server.send({"jsonrpc": "2.0", "id": message["id"], "error": err})
 
 
+_caches = Caches()
+
+
 @pytest.fixture(autouse=True)
-def _fresh_caches():
-    modern.forget_era()
-    modern.HINT_CACHE.clear()
-    yield
-    modern.forget_era()
-    modern.HINT_CACHE.clear()
+def caches() -> Caches:
+    """Fresh era-verdict and hint caches for each test: every connect() below gets them."""
+    global _caches
+    _caches = Caches()
+    return _caches
 
 
 def text_result(text: str, **extra: Any) -> dict[str, Any]:
@@ -132,7 +138,7 @@ def test_auto_falls_back_to_initialize_on_a_legacy_error(no_leaks):
 
 
 def test_auto_falls_back_when_the_probe_gets_no_answer(no_leaks, monkeypatch):
-    monkeypatch.setattr(modern, "DEFAULT_PROBE_TIMEOUT", 0.3)
+    monkeypatch.setattr(choose, "DEFAULT_PROBE_TIMEOUT", 0.3)
     server = FakeServer(handlers={"server/discover": lambda m: None})  # a silent legacy server
     with connect(server) as s:
         assert s.era == "legacy"
@@ -270,19 +276,19 @@ class ModernOnly(FakeServer):
         super()._on_message(message)
 
 
-def test_remembered_legacy_verdict_is_reprobed_when_initialize_says_modern(no_leaks):
-    identity = f"changed-{next(_identities)}"
-    modern._remember_era("transport:" + modern._digest(identity), "legacy")
+def test_remembered_legacy_verdict_is_reprobed_when_initialize_says_modern(no_leaks, caches):
     server = ModernOnly(handlers={"server/discover": lambda m: discover_result()})
-    server.client_end.identity = identity
+    server.client_end.identity = f"changed-{next(_identities)}"
+    key, _ = server_identity(server.transport)
+    caches.verdicts.remember(key, "legacy")
     with connect(server) as s:
         assert s.era == "modern"
     assert methods(server)[:2] == ["initialize", "server/discover"]
-    assert modern.remembered_era("transport:" + modern._digest(identity)) == "modern"
+    assert caches.verdicts.era(key) == "modern"
 
 
 def test_slow_modern_server_locked_in_by_a_late_probe(no_leaks, monkeypatch):
-    monkeypatch.setattr(modern, "DEFAULT_PROBE_TIMEOUT", 0.2)
+    monkeypatch.setattr(choose, "DEFAULT_PROBE_TIMEOUT", 0.2)
     seen = []
 
     def discover(message):
@@ -739,7 +745,7 @@ def test_hint_cache_scopes_and_lifetimes():
 def test_hint_cache_expires(monkeypatch):
     cache = HintCache()
     now = [1000.0]
-    monkeypatch.setattr(modern.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(time, "monotonic", lambda: now[0])
     cache.put("s", "c", "tools/list", None, {"ttlMs": 1500})
     now[0] += 1.4
     assert cache.get("s", "c", "tools/list", None) is not None
@@ -863,7 +869,9 @@ def test_unhonored_resource_subscription_raises(no_leaks):
     with connect(fake.server) as s:
         with pytest.raises(CapabilityError, match="did not agree"):
             s.subscribe_resource("file:///nope", lambda uri: None)
-        assert s._subscriptions == {}
+        # forgotten: subscribing again asks the server again (and is refused again)
+        with pytest.raises(CapabilityError, match="did not agree"):
+            s.subscribe_resource("file:///nope", lambda uri: None)
 
 
 def test_listen_stream_that_ends_gracefully_is_not_reopened(no_leaks):

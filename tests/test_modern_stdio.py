@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from typing import Any
 
 import pytest
 from servers.launch import (
@@ -20,7 +21,8 @@ from servers.launch import (
 )
 
 import mcpsync
-from mcpsync import modern
+from mcpsync.protocol import choose
+from mcpsync.protocol.choose import Caches
 
 pytestmark = pytest.mark.real
 
@@ -29,11 +31,20 @@ def modern_sdk_argv() -> list[str]:
     return [sys.executable, str(SERVERS_DIR / "modern_sdk_server.py"), "stdio"]
 
 
+_caches = Caches()
+
+
 @pytest.fixture(autouse=True)
-def _fresh_verdicts():
-    modern.forget_era()
-    yield
-    modern.forget_era()
+def caches() -> Caches:
+    """Fresh era-verdict and hint caches for each test: every connect() below gets them."""
+    global _caches
+    _caches = Caches()
+    return _caches
+
+
+def connect(target: Any, **kwargs: Any) -> mcpsync.Session:
+    kwargs.setdefault("_caches", _caches)
+    return mcpsync.Session.connect(target, **kwargs)
 
 
 @pytest.mark.parametrize(
@@ -52,7 +63,7 @@ def _fresh_verdicts():
     ],
 )
 def test_auto_picks_the_era_of_each_server(no_leaks, argv, era, why):
-    with mcpsync.Session.connect(argv(), timeout=30) as s:
+    with connect(argv(), timeout=30) as s:
         assert s.era == era, s.era_reason
         assert why in s.era_reason
         assert s.protocol_version == ("2026-07-28" if era == "modern" else "2025-11-25")
@@ -82,7 +93,7 @@ def user_code(argv: list[str]) -> str:
         if params.data == "careful":
             logged.set()
 
-    with mcpsync.Session.connect(
+    with connect(
         argv, timeout=30, sampling_handler=sampling, elicitation_handler=elicitation,
         roots=["file:///work/project"], on_log=on_log,
     ) as s:  # fmt: skip
@@ -150,9 +161,7 @@ def test_multi_round_input_against_the_sdk(no_leaks):
         asked.append(params.message)
         return next(answers)
 
-    with mcpsync.Session.connect(
-        modern_sdk_argv(), timeout=30, elicitation_handler=elicitation
-    ) as s:
+    with connect(modern_sdk_argv(), timeout=30, elicitation_handler=elicitation) as s:
         assert (
             s.submit_call_tool("ask_twice", {}).result(timeout=30).content[0].text
             == "Ann likes red"
@@ -161,7 +170,7 @@ def test_multi_round_input_against_the_sdk(no_leaks):
 
 
 def test_declined_input_is_the_servers_business(no_leaks):
-    with mcpsync.Session.connect(
+    with connect(
         modern_sdk_argv(), timeout=30, elicitation_handler=lambda p: {"action": "decline"}
     ) as s:
         result = s.call_tool("ask_name", {})
@@ -170,25 +179,25 @@ def test_declined_input_is_the_servers_business(no_leaks):
 
 def test_forced_modern_fails_cleanly_on_a_legacy_server(no_leaks):
     with pytest.raises(mcpsync.HandshakeError, match="does not speak 2026-07-28"):
-        mcpsync.Session.connect(demo_argv(), era="modern", timeout=30)
+        connect(demo_argv(), era="modern", timeout=30)
 
 
 def test_forced_legacy_on_the_dual_era_sdk_server(no_leaks):
-    with mcpsync.Session.connect(sdk_stdio_argv(), era="legacy", timeout=30) as s:
+    with connect(sdk_stdio_argv(), era="legacy", timeout=30) as s:
         assert (s.era, s.protocol_version) == ("legacy", "2025-11-25")
         assert s.call_tool("echo", {"message": "old school"}).content[0].text == "old school"
 
 
 def test_the_verdict_is_remembered_for_the_process(no_leaks):
-    with mcpsync.Session.connect(demo_argv(), timeout=30) as first:
+    with connect(demo_argv(), timeout=30) as first:
         assert "-32601" in first.era_reason
         assert first.phases["probe"] > 0  # one round trip, mostly the server starting up
-    with mcpsync.Session.connect(demo_argv(), timeout=30) as second:
+    with connect(demo_argv(), timeout=30) as second:
         assert second.era == "legacy" and "remembered" in second.era_reason
         assert "probe" not in second.phases
-    with mcpsync.Session.connect(modern_sdk_argv(), timeout=30) as third:
+    with connect(modern_sdk_argv(), timeout=30) as third:
         assert third.era == "modern"
-    with mcpsync.Session.connect(modern_sdk_argv(), timeout=30) as fourth:
+    with connect(modern_sdk_argv(), timeout=30) as fourth:
         assert (
             fourth.era == "modern"
         )  # modern still asks server/discover: it is where capabilities come from
@@ -196,20 +205,20 @@ def test_the_verdict_is_remembered_for_the_process(no_leaks):
 
 @pytest.mark.parametrize("mode", [[], ["--hang"]], ids=["exits", "goes-deaf"])
 def test_a_server_killed_by_the_probe_is_started_again_as_legacy(no_leaks, monkeypatch, mode):
-    monkeypatch.setattr(modern, "DEFAULT_PROBE_TIMEOUT", 0.5)
+    monkeypatch.setattr(choose, "DEFAULT_PROBE_TIMEOUT", 0.5)
     argv = [sys.executable, str(SERVERS_DIR / "modern_crashy_legacy_server.py"), *mode]
-    with mcpsync.Session.connect(argv, timeout=30) as s:
+    with connect(argv, timeout=30) as s:
         assert s.era == "legacy"
         assert "stopped after the server/discover probe" in s.era_reason
         assert s.call_tool("echo", {"message": "second life"}).content[0].text == "second life"
-    with mcpsync.Session.connect(argv, timeout=30) as s:  # remembered: no probe, no restart
+    with connect(argv, timeout=30) as s:  # remembered: no probe, no restart
         assert s.era == "legacy" and "remembered" in s.era_reason
 
 
 def test_a_modern_call_longer_than_a_second(no_leaks):
     # The blocking wait polls its future once a second; on Python 3.10 that poll raises
     # concurrent.futures.TimeoutError, which is not the builtin TimeoutError.
-    with mcpsync.Session.connect(modern_sdk_argv(), timeout=30) as s:
+    with connect(modern_sdk_argv(), timeout=30) as s:
         assert s.era == "modern"
         seen = []
         result = s.call_tool("long_running", {"duration": 1.5, "steps": 3}, on_progress=seen.append)
