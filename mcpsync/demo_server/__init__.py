@@ -31,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import IO, Any, TypeGuard
 
-from ._version import __version__
+from .._version import __version__
 
 __all__ = [
     "SUPPORTED_VERSIONS",
@@ -931,6 +931,3 @@ def main(argv: list[str] | None = None) -> int:
     server.log(f"ready on stdio (pid {os.getpid()})")
     return server.serve()
 
-
-if __name__ == "__main__":
-    sys.exit(main())
