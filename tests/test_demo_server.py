@@ -1,4 +1,4 @@
-"""The demo server (mcpsync/demo_server.py) speaks MCP: raw JSON lines, and the official SDK client."""
+"""The demo server (mcpsync/demo_server/) speaks MCP: raw JSON lines, and the official SDK client."""
 
 from __future__ import annotations
 

@@ -30,7 +30,6 @@ KNOWN_OVERSIZE: set[str] = {
     "mcpsync.auth.oauth",
     "mcpsync.config",
     "mcpsync.connection",
-    "mcpsync.demo_server",
     "mcpsync.display",
     "mcpsync.host",
     "mcpsync.session",
