@@ -30,10 +30,8 @@ KNOWN_OVERSIZE: set[str] = {
     "mcpsync.auth.oauth",
     "mcpsync.config",
     "mcpsync.connection",
-    "mcpsync.display",
     "mcpsync.host",
     "mcpsync.session",
-    "mcpsync.transports.stdio",
 }
 
 # Package folders (relative to mcpsync/) without a README.md today.
