@@ -43,7 +43,7 @@ import queue
 import threading
 import time
 from _thread import get_ident
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, InvalidStateError
 from concurrent.futures import wait as futures_wait
 from typing import Any, NamedTuple
@@ -61,7 +61,15 @@ from .errors import (
 )
 from .transports.base import Message, Transport
 
-__all__ = ["Connection", "Progress", "RequestHandler", "NotificationHandler"]
+__all__ = [
+    "CLOSE_TIMEOUT",
+    "Connection",
+    "Progress",
+    "RequestHandler",
+    "NotificationHandler",
+    "join_until",
+    "warn_alive",
+]
 
 log = logging.getLogger("mcpsync")
 
@@ -69,6 +77,36 @@ log = logging.getLogger("mcpsync")
 RequestHandler = Callable[[dict[str, Any]], Any]
 #: Called in wire order for every notification that is not progress or cancellation.
 NotificationHandler = Callable[[str, dict[str, Any]], None]
+
+#: Seconds ``close()`` waits, in all, for every thread of a session to stop.
+CLOSE_TIMEOUT = 3.0
+
+
+def join_until(threads: Any, deadline: float) -> list[threading.Thread]:
+    """Join ``threads`` until one shared ``deadline`` (``time.monotonic()``); the ones still
+    alive (the calling thread and never-started threads are skipped)."""
+    current = threading.current_thread()
+    alive = []
+    for thread in threads:
+        if thread is current or thread.ident is None:
+            continue
+        thread.join(timeout=max(deadline - time.monotonic(), 0.0))
+        if thread.is_alive():
+            alive.append(thread)
+    return alive
+
+
+def warn_alive(name: str, alive: list[threading.Thread], seconds: float) -> None:
+    """Log one warning naming the threads that outlived a close."""
+    if alive:
+        log.warning(
+            "mcpsync: %s: %d thread(s) still alive %.1f s after close: %s",
+            name,
+            len(alive),
+            seconds,
+            ", ".join(sorted(t.name for t in alive)),
+        )
+
 
 _STOP = object()
 # concurrent.futures' states of a done future
@@ -224,7 +262,7 @@ class Connection:
         try:
             self.transport.start(self._on_message, self._on_transport_closed, self._on_wire_error)
         except BaseException:
-            self._stop_threads()
+            self._stop_threads(time.monotonic() + CLOSE_TIMEOUT)
             raise
 
     @property
@@ -236,8 +274,15 @@ class Connection:
         """Why the connection ended, when it was not closed by the caller."""
         return self._close_error
 
-    def close(self) -> None:
-        """Close the transport, fail what is pending, stop every thread (bounded)."""
+    def close(
+        self, *, also: Callable[[], Iterable[threading.Thread]] | None = None
+    ) -> list[threading.Thread]:
+        """Close the transport, fail what is pending, stop every thread.
+
+        Once the transport is closed, every thread (dispatch, timer, handlers, and the
+        threads ``also()`` names: a protocol era's workers and listen streams) is joined
+        until one shared deadline, ``CLOSE_TIMEOUT`` s away, not each in turn; returns those
+        still alive, after one warning naming them."""
         with self._state_lock:
             already = self._closed
             self._closed = True
@@ -246,7 +291,8 @@ class Connection:
         try:
             self.transport.close()
         finally:
-            self._stop_threads()
+            alive = self._stop_threads(time.monotonic() + CLOSE_TIMEOUT, also)
+        return alive
 
     # -- requests --------------------------------------------------------------------
 
@@ -749,18 +795,22 @@ class Connection:
         except MCPSyncError:
             pass
 
-    def _stop_threads(self) -> None:
+    def _stop_threads(
+        self, deadline: float, also: Callable[[], Iterable[threading.Thread]] | None = None
+    ) -> list[threading.Thread]:
+        """Stop the dispatch and timer threads and join them with the handler threads (and
+        ``also()``), all until ``deadline``; the ones still alive, after a warning naming them."""
         self._notifications.put(_STOP)
         with self._timer_cond:
             self._timer_stop = True
             self._timer_cond.notify()
-        current = threading.current_thread()
-        for thread in (self._dispatcher, self._timer, *list(self._handler_threads)):
-            if thread is current or not thread.is_alive():
-                continue
-            thread.join(timeout=2.0)
-            if thread.is_alive():
-                log.warning("mcpsync: thread %s did not stop within 2 s", thread.name)
+        started = time.monotonic()
+        threads = [self._dispatcher, self._timer, *list(self._handler_threads)]
+        if also is not None:
+            threads += also()
+        alive = join_until(threads, deadline)
+        warn_alive(self.name, alive, time.monotonic() - started)
+        return alive
 
 
 def _server_error(error: Any, method: str) -> BaseException:

@@ -381,8 +381,8 @@ class Session:
 
     def close(self) -> None:
         """Close the session: the transport, the server process, every thread. Idempotent."""
-        self._era.close()
-        self._conn.close()
+        self._era.stop()  # then one deadline for the connection's threads and the era's
+        self._conn.close(also=self._era.threads)
 
     def __enter__(self) -> Session:
         return self

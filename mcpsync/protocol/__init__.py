@@ -306,9 +306,11 @@ class Era(ABC):
     def on_expired(self, reinitialize: Callable[[], None]) -> None:  # noqa: B027 - optional hook
         """Install what to do when the server forgets the session (HTTP 404)."""
 
-    def close(self, deadline: float | None = None) -> list[threading.Thread]:
-        """Stop this era's threads, joining until ``deadline`` (``time.monotonic()``);
-        returns the threads still alive."""
+    def stop(self) -> None:  # noqa: B027 - optional hook
+        """Tell this era's threads to stop (no waiting: ``Connection.close`` joins them)."""
+
+    def threads(self) -> list[threading.Thread]:
+        """This era's live threads (workers, listen streams, timers), for the close join."""
         return []
 
 

@@ -185,19 +185,16 @@ class ModernEra(Era):
     def version(self) -> str:
         return self.envelope.version
 
-    def close(self, deadline: float | None = None) -> list[threading.Thread]:
-        """Stop listen streams and driver threads, joining until ``deadline``."""
-        if deadline is None:
-            deadline = time.monotonic() + 2.0
+    def stop(self) -> None:
+        """Stop listen streams, task polls and retries (``threads()`` are joined by the
+        connection's close, within its one deadline)."""
         self._closing.set()
-        alive = self.listener.close(deadline)
-        current = threading.current_thread()
+        self.listener.stop()
+
+    def threads(self) -> list[threading.Thread]:
         with self._workers_lock:
             workers = list(self._workers)
-        for thread in workers:
-            if thread is not current:
-                thread.join(timeout=max(deadline - time.monotonic(), 0.0))
-        return alive + [t for t in workers if t is not current and t.is_alive()]
+        return [*workers, *self.listener.threads()]
 
     # -- sending ------------------------------------------------------------------------
 
@@ -311,7 +308,7 @@ class ModernEra(Era):
                     self._workers.discard(threading.current_thread())
 
         # daemon: a round stuck in a handler must not keep the interpreter alive; close()
-        # joins it within the session's deadline and names it if it stays
+        # joins it within the session's one deadline and names it if it stays
         thread = threading.Thread(target=run, name=f"mcpsync-modern[{self.server}]", daemon=True)
         with self._workers_lock:
             self._workers.add(thread)

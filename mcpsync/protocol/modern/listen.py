@@ -3,14 +3,13 @@
 Owns: ``Listener`` (keeps one stream whose filter follows the Session's ``Interest``,
 hands over to a new stream once it is acknowledged, retries an abrupt end with a
 backoff) and ``_Stream`` (one ``subscriptions/listen`` request on its own thread).
-Every thread it starts is tracked and joined by ``close(deadline)``.
+Every thread it starts is tracked (``threads()``) for the close join.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
@@ -75,8 +74,8 @@ class _Stream:
             self.acknowledged.set()  # wake anyone waiting for an ack that will not come
             self.listener._on_stream_end(self)
 
-    def stop(self, deadline: float | None = None) -> None:
-        """Cancel the stream and join its thread (until ``deadline``, default 2 s from now)."""
+    def stop(self, join: bool = True) -> None:
+        """Cancel the stream; with ``join``, wait for its thread (at most 2 s)."""
         self.stopping.set()
         future = self.future
         if future is not None:
@@ -86,10 +85,8 @@ class _Stream:
             abort = getattr(self.listener.conn.transport, "abort_request", None)
             if abort is not None and self.id is not None:
                 abort(self.id)
-        if deadline is None:
-            deadline = time.monotonic() + 2.0
-        if self.thread.is_alive() and self.thread is not threading.current_thread():
-            self.thread.join(timeout=max(deadline - time.monotonic(), 0.0))
+        if join and self.thread.is_alive() and self.thread is not threading.current_thread():
+            self.thread.join(timeout=2.0)
 
 
 class Listener:
@@ -120,6 +117,7 @@ class Listener:
         self._failures = 0
         self._closed = False
         self._threads: set[threading.Thread] = set()  # retry timers and stoppers
+        self._stopped: list[_Stream] = []  # the streams stop() cancelled
 
     def knows(self, subscription: Any) -> bool:
         for stream in (self._active, self._opening):
@@ -259,19 +257,18 @@ class Listener:
             self._threads.add(thread)
         thread.start()
 
-    def close(self, deadline: float) -> list[threading.Thread]:
-        """Stop every stream and timer, joining until ``deadline``; the threads still alive."""
+    def stop(self) -> None:
+        """Cancel every stream and stop retrying, without waiting (``threads()`` to join)."""
         with self._lock:
             self._closed = True
             streams = [s for s in (self._active, self._opening, *self._retired) if s is not None]
             self._active = self._opening = None
             self._retired = []
+            self._stopped = streams
         for stream in streams:
-            stream.stop(deadline)
+            stream.stop(join=False)
+
+    def threads(self) -> list[threading.Thread]:
+        """The stream threads and timers still to be joined."""
         with self._lock:
-            threads = [*(s.thread for s in streams), *self._threads]
-        current = threading.current_thread()
-        for thread in threads:
-            if thread is not current and thread.ident is not None:
-                thread.join(timeout=max(deadline - time.monotonic(), 0.0))
-        return [t for t in threads if t is not current and t.is_alive()]
+            return [*(s.thread for s in self._stopped), *self._threads]

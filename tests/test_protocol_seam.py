@@ -1,0 +1,166 @@
+"""The seam between the Session and the two protocol eras (mcpsync/protocol/README.md).
+
+What keeps it a seam: the facade has no era branches, no era module imports the Session,
+both eras implement one interface, caches are injected objects, and close joins every
+thread of a session within one shared deadline.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import logging
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fakes import FakeServer
+
+import mcpsync
+from mcpsync import connection as connection_module
+from mcpsync.protocol import DEFAULT_OPTIONS, CallOptions, Era, Interest
+from mcpsync.protocol.choose import DEFAULT_CACHES, Caches, server_identity
+from mcpsync.protocol.legacy import LegacyEra
+from mcpsync.protocol.modern import ModernEra
+from mcpsync.protocol.modern.envelope import SERVER_INFO_KEY
+
+PACKAGE = Path(mcpsync.__file__).parent
+MODERN = "2026-07-28"
+
+
+def modern_fake(**handlers: Any) -> FakeServer:
+    discover = {
+        "resultType": "complete",
+        "supportedVersions": [MODERN],
+        "capabilities": {"tools": {}},
+        "_meta": {SERVER_INFO_KEY: {"name": "fake-modern", "version": "1"}},
+    }
+    return FakeServer(handlers={"server/discover": lambda m: discover, **handlers})
+
+
+def connect(server: FakeServer, **kwargs: Any) -> mcpsync.Session:
+    kwargs.setdefault("_caches", Caches())
+    return mcpsync.Session.connect(server.transport, timeout=5, connect_timeout=5, **kwargs)
+
+
+def _imports(path: Path) -> set[str]:
+    """Every module a file imports (module level, in functions, under TYPE_CHECKING)."""
+    package = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if path.name == "__init__.py":
+        package = package.rsplit(".", 1)[0] + "." + "__init__"
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package.split(".")[: -node.level] if node.level else []
+            module = ".".join([*base, *(node.module.split(".") if node.module else [])])
+            if node.module:  # ``from .. import x`` imports x, not the package's root
+                found.add(module)
+            found.update(f"{module}.{alias.name}" for alias in node.names)
+    return found
+
+
+def test_the_facade_has_no_era_branches():
+    source = (PACKAGE / "session.py").read_text()
+    for needle in ("_modern", "era ==", "era !=", "ModernFuture", "ModernEra", "LegacyEra"):
+        assert needle not in source, (
+            f"session.py mentions {needle!r}: era logic belongs in protocol/"
+        )
+
+
+def test_no_era_module_imports_the_session():
+    forbidden = {"mcpsync.session", "mcpsync.host", "mcpsync.config", "mcpsync.cli", "mcpsync"}
+    for path in sorted((PACKAGE / "protocol").rglob("*.py")):
+        bad = {m for m in _imports(path) if m in forbidden or m.startswith("mcpsync.session")}
+        assert not bad, f"{path.relative_to(PACKAGE)} imports {sorted(bad)}"
+
+
+def test_both_eras_implement_the_one_interface():
+    for era in (LegacyEra, ModernEra):
+        assert issubclass(era, Era) and not inspect.isabstract(era)
+    assert (LegacyEra.name, ModernEra.name) == ("legacy", "modern")
+    # neither constructor takes a Session
+    for era in (LegacyEra, ModernEra):
+        params = inspect.signature(era.__init__).parameters
+        assert "session" not in params
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+def test_the_session_holds_the_era_it_chose(no_leaks, era):
+    tools = {"tools/list": lambda m: {"tools": []}}
+    server = modern_fake(**tools) if era == "modern" else FakeServer(handlers=tools)
+    with connect(server) as s:
+        assert s.era == era
+        assert s._era.name == era  # noqa: SLF001 - the seam itself is under test
+        assert s._era.agreement.protocol_version == s.protocol_version  # noqa: SLF001
+        assert s.list_tools() == []
+
+
+def test_the_modern_listen_filter_follows_the_sessions_interest():
+    interest = Interest()
+    assert interest.add_uri("file:///a", lambda uri: None) is True
+    assert interest.add_uri("file:///a", lambda uri: None) is False
+    interest.list_changed["prompts"].append(lambda: None)
+    assert interest.kinds() == ["prompts"] and interest.uris() == ["file:///a"]
+    assert interest.drop_uri("file:///a") and not interest.drop_uri("file:///a")
+
+
+def test_call_options_share_the_default_and_keep_the_progress_token():
+    assert CallOptions.of() is DEFAULT_OPTIONS
+    assert DEFAULT_OPTIONS.kwargs() == {}
+    opts = CallOptions.of(reset_timeout_on_progress=True, max_timeout=9.0)
+    kwargs = opts.kwargs()
+    assert callable(kwargs["on_progress"])  # a token, or progress cannot reset the timer
+    assert kwargs["reset_timeout_on_progress"] is True and kwargs["max_timeout"] == 9.0
+    assert "timeout" not in kwargs and CallOptions.of(timeout=None).kwargs() == {"timeout": None}
+
+
+def test_injected_caches_are_the_only_ones_written(no_leaks):
+    mine, other = Caches(), Caches()
+    server = modern_fake()
+    server.client_end.identity = f"seam-{id(server)}"
+    key, credential = server_identity(server.transport)
+    with connect(server, _caches=mine) as s:
+        assert s.era == "modern"
+    assert mine.verdicts.era(key) == "modern"
+    assert mine.hints.get(key, credential, "server/discover", None) is None  # no ttlMs: not kept
+    assert other.verdicts.era(key) is None
+    assert DEFAULT_CACHES.verdicts.era(key) is None
+
+
+def test_close_joins_every_thread_within_one_deadline(no_leaks, monkeypatch, caplog):
+    """Eight stuck sampling handlers: close waits once (CLOSE_TIMEOUT), not 2 s each in
+    turn, and one warning names the threads still alive."""
+    monkeypatch.setattr(connection_module, "CLOSE_TIMEOUT", 0.5)
+    caplog.set_level(logging.WARNING, logger="mcpsync")
+    release = threading.Event()
+    started = threading.Semaphore(0)
+
+    def stuck(params: Any) -> Any:
+        started.release()
+        release.wait(30)
+        return {"role": "assistant", "content": {"type": "text", "text": "x"}, "model": "m"}
+
+    server = FakeServer()
+    s = connect(server, sampling_handler=stuck)
+    try:
+        params = {"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}],
+                  "maxTokens": 5}  # fmt: skip
+        for rid in range(8):
+            server.send({"jsonrpc": "2.0", "id": 5000 + rid, "method": "sampling/createMessage",
+                         "params": params})  # fmt: skip
+        for _ in range(8):
+            assert started.acquire(timeout=10)
+        t0 = time.monotonic()
+        s.close()
+        elapsed = time.monotonic() - t0
+        assert elapsed < 3.0, f"close took {elapsed:.1f} s (one 0.5 s deadline expected)"
+        warnings = [r.getMessage() for r in caplog.records if "still alive" in r.getMessage()]
+        assert len(warnings) == 1, warnings
+        assert warnings[0].count("mcpsync-handler[") == 8
+    finally:
+        release.set()
+        s.close()
