@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 __all__ = [
     "ServerEntry",
@@ -889,7 +889,7 @@ def oauth_for_entry(entry: ServerEntry, **options: Any) -> Any:
     """
     if entry.is_stdio:
         return None
-    from .auth import OAuth  # late: only entries that talk HTTP need the auth package
+    from ..auth import OAuth  # late: only entries that talk HTTP need the auth package
 
     settings = entry.auth
     kwargs: dict[str, Any] = {}
