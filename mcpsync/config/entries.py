@@ -1,0 +1,229 @@
+"""The typed results of reading a config: :class:`ServerEntry` (one server, with its
+``Session.connect`` keyword arguments), :class:`AuthSettings`, :class:`InputSpec`,
+:class:`Config` (entries plus per-entry errors) and :class:`ConfigEntryError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import ConfigError
+
+__all__ = [
+    "TRANSPORTS",
+    "InputResolver",
+    "ConfigEntryError",
+    "AuthSettings",
+    "InputSpec",
+    "ServerEntry",
+    "Config",
+]
+
+#: transports an entry may name (after normalisation), as Session.connect spells them
+TRANSPORTS = ("auto", "stdio", "streamable-http", "sse")
+
+_TYPE_ALIASES = {
+    "stdio": "stdio",
+    "local": "stdio",
+    "http": "auto",  # VS Code: streamable HTTP first, legacy SSE as fallback
+    "remote": "auto",
+    "auto": "auto",
+    "streamable-http": "streamable-http",
+    "streamable_http": "streamable-http",
+    "streamablehttp": "streamable-http",
+    "sse": "sse",
+}
+
+InputResolver = Mapping[str, str] | Callable[["InputSpec"], "str | None"]
+
+
+class ConfigEntryError(ConfigError):
+    """One entry (or one field of it) is wrong; the other entries are unaffected."""
+
+    def __init__(
+        self, source: str, entry: str | None, field_name: str | None, problem: str
+    ) -> None:
+        self.source = source
+        self.entry = entry
+        self.field = field_name
+        self.problem = problem
+        where = source
+        if entry is not None:
+            where += f": server {entry!r}"
+        if field_name:
+            where += f", field {field_name!r}"
+        super().__init__(f"{where}: {problem}")
+
+
+@dataclass(frozen=True)
+class AuthSettings:
+    """OAuth client settings from an entry (Cursor ``auth``, VS Code ``oauth``, mcpsync ``auth``)."""
+
+    client_id: str | None = None
+    client_secret: str | None = field(default=None, repr=False)
+    scopes: tuple[str, ...] = ()
+    redirect_uri: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict, repr=False)
+
+    def __repr__(self) -> str:
+        secret = ", client_secret=***" if self.client_secret else ""
+        return f"AuthSettings(client_id={self.client_id!r}{secret}, scopes={self.scopes!r})"
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """A VS Code ``inputs`` item: what to ask the user for ``${input:id}``."""
+
+    id: str
+    type: str = "promptString"
+    description: str = ""
+    password: bool = False
+    default: str | None = None
+    options: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, repr=False)
+class ServerEntry:
+    """One server, ready to connect: argv (stdio) or url (HTTP) plus its settings."""
+
+    name: str
+    transport: str  # one of TRANSPORTS
+    argv: tuple[str, ...] | None = None
+    url: str | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    timeout: float | None = None
+    connect_timeout: float | None = None
+    lazy: bool = False
+    disabled: bool = False
+    auth: AuthSettings | None = None
+    include_tools: tuple[str, ...] = ()
+    exclude_tools: tuple[str, ...] = ()
+    source: str = "<dict>"
+    raw: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_stdio(self) -> bool:
+        return self.argv is not None
+
+    @property
+    def target(self) -> str | list[str]:
+        """What ``Session.connect`` takes first: an argv list or a URL."""
+        return list(self.argv) if self.argv is not None else str(self.url)
+
+    def describe(self) -> str:
+        """One line for reports: the command line or the URL (no env, no headers)."""
+        if self.argv is not None:
+            return " ".join(self.argv)
+        return str(self.url)
+
+    def connect_kwargs(
+        self,
+        *,
+        auth_factory: Callable[[ServerEntry], Any] | None = None,
+        **overrides: Any,
+    ) -> dict[str, Any]:
+        """Keyword arguments for ``Session.connect(**kwargs)``.
+
+        Only settings the entry states are included, so the Session's defaults apply to
+        the rest. ``auth_factory(entry)`` builds the ``auth=`` object of HTTP entries (it
+        may return None; see :func:`oauth_for_entry`); ``overrides`` win over the entry
+        (e.g. ``timeout=5``).
+        """
+        kw: dict[str, Any] = {"target": self.target, "name": self.name, "transport": self.transport}
+        if self.argv is not None:
+            if self.env:
+                kw["env"] = dict(self.env)
+            if self.cwd:
+                kw["cwd"] = self.cwd
+        else:
+            if self.headers:
+                kw["headers"] = dict(self.headers)
+            auth = auth_factory(self) if auth_factory is not None else None
+            if auth is not None:
+                kw["auth"] = auth
+        if self.timeout is not None:
+            kw["timeout"] = self.timeout
+        if self.connect_timeout is not None:
+            kw["connect_timeout"] = self.connect_timeout
+        if self.include_tools:
+            kw["include_tools"] = list(self.include_tools)
+        if self.exclude_tools:
+            kw["exclude_tools"] = list(self.exclude_tools)
+        kw.update(overrides)
+        return kw
+
+    def __repr__(self) -> str:
+        parts = [f"name={self.name!r}", f"transport={self.transport!r}"]
+        if self.argv is not None:
+            parts.append(f"argv={list(self.argv)!r}")
+        else:
+            parts.append(f"url={self.url!r}")
+        if self.env:
+            parts.append("env={" + ", ".join(f"{k!r}: '***'" for k in self.env) + "}")
+        if self.cwd:
+            parts.append(f"cwd={self.cwd!r}")
+        if self.headers:
+            parts.append("headers={" + ", ".join(f"{k!r}: '***'" for k in self.headers) + "}")
+        for name in ("timeout", "connect_timeout"):
+            if getattr(self, name) is not None:
+                parts.append(f"{name}={getattr(self, name)!r}")
+        if self.lazy:
+            parts.append("lazy=True")
+        if self.disabled:
+            parts.append("disabled=True")
+        if self.auth is not None:
+            parts.append(f"auth={self.auth!r}")
+        for key in ("include_tools", "exclude_tools"):
+            if getattr(self, key):
+                parts.append(f"{key}={list(getattr(self, key))!r}")
+        return "ServerEntry(" + ", ".join(parts) + ")"
+
+
+@dataclass
+class Config:
+    """The entries that loaded (in file order) and the errors of those that did not."""
+
+    entries: dict[str, ServerEntry]
+    errors: list[ConfigEntryError]
+    source: str
+    inputs: tuple[InputSpec, ...] = ()
+    order: list[str] = field(default_factory=list)  # every entry name, file order
+
+    def __getitem__(self, name: str) -> ServerEntry:
+        if name in self.entries:
+            return self.entries[name]
+        for err in self.errors:
+            if err.entry == name:
+                raise err
+        known = ", ".join(repr(n) for n in self.names()) or "none"
+        raise ConfigError(f"{self.source}: no server named {name!r} (servers: {known})")
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.entries
+
+    def __iter__(self) -> Iterator[ServerEntry]:
+        return iter(self.entries.values())
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def names(self) -> list[str]:
+        """Every entry name in the file (file order), loaded or not."""
+        if self.order:
+            return list(self.order)
+        names = list(self.entries)
+        names += [e.entry for e in self.errors if e.entry is not None and e.entry not in names]
+        return names
+
+    def raise_for_errors(self) -> None:
+        """Raise the first entry error (with a count of the others), if any."""
+        if self.errors:
+            first = self.errors[0]
+            more = len(self.errors) - 1
+            if more:
+                raise ConfigError(f"{first} (and {more} more entry error{'s' * (more > 1)})")
+            raise first
