@@ -27,7 +27,6 @@ KNOWN_CYCLES: set[frozenset[str]] = set()
 
 # Modules over MAX_LINES lines today (others are editing them: the set is the ratchet, not sizes).
 KNOWN_OVERSIZE: set[str] = {
-    "mcpsync.auth.oauth",
     "mcpsync.connection",
     "mcpsync.host",
     "mcpsync.session",
