@@ -174,7 +174,7 @@ def _connect(target: Target, out: _Out, ns: argparse.Namespace) -> Any:
         raise
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
-    except Exception as exc:  # everything else during bring-up is a connect failure
+    except Exception as exc:  # noqa: BLE001 - anything else in bring-up: connect failure
         raise ConnectFailed(target.label, exc) from None
     if ns.log_level:
         try:

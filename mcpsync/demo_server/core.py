@@ -125,9 +125,8 @@ class ServerCore:
                     continue
                 try:
                     dispatch(message)
-                except (
-                    Exception
-                ) as exc:  # e.g. an unhashable id: never let one message kill the loop
+                # e.g. an unhashable id: never let one message kill the loop
+                except Exception as exc:  # noqa: BLE001
                     self.log(f"dropped a message: {type(exc).__name__}: {exc}")
         except KeyboardInterrupt:
             pass
@@ -187,7 +186,7 @@ class ServerCore:
         except RpcError as err:
             self._reply_error(rid, err)
             return
-        except Exception as exc:  # a bug in a handler must not kill the server
+        except Exception as exc:  # noqa: BLE001 - a bug in a handler must not kill the server
             self.log(f"internal error in {method}: {exc!r}")
             self._reply_error(
                 rid, RpcError(INTERNAL_ERROR, f"Internal error: {type(exc).__name__}")
@@ -268,7 +267,7 @@ class ServerCore:
                 result = _text(str(exc), is_error=True)
             except RpcError as err:
                 result = _text(f"client error {err.code}: {err.message}", is_error=True)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - a failing tool is an isError result
                 self.log(f"tool {spec.definition['name']} failed: {exc!r}")
                 result = _text(f"tool failed: {type(exc).__name__}", is_error=True)
             if result is not None and not call.cancelled.is_set():

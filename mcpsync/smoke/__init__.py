@@ -248,7 +248,7 @@ def _call_spec(c: str | tuple[str, Mapping[str, Any] | None]) -> tuple[str, Mapp
 def _consents(consent: Callable[[ServerEntry], bool], entry: ServerEntry) -> bool:
     try:
         return bool(consent(entry))
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - a failing consent hook refuses the entry
         log.warning("consent hook failed for %r: %s", entry.name, exc)
         return False
 

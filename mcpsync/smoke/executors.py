@@ -150,7 +150,8 @@ def _run_all(
             except BrokenExecutor as exc:
                 broken.append((index, entry))
                 log.info("worker for %r died: %s", entry.name, exc)
-            except Exception as exc:  # a worker-side failure outside run_entry (dask: KilledWorker)
+            # a worker-side failure outside run_entry (dask: KilledWorker)
+            except Exception as exc:  # noqa: BLE001
                 yield index, _worker_failure(entry, exc)
     for fut in pending:
         fut.cancel()
@@ -178,7 +179,7 @@ def _retry_alone(
                 yield index, _worker_failure(entry, exc)
             except FuturesTimeout:
                 yield index, _timed_out(entry, options.entry_bound(entry))
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - the entry fails, the run goes on
                 yield index, _worker_failure(entry, exc)
         finally:
             solo.shutdown(wait=True, cancel_futures=True)
