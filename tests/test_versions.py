@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from mcpsync import handshake, modern, versions
+from mcpsync import versions
+from mcpsync.protocol import choose, legacy, probe
+from mcpsync.protocol import modern as modern_era
 
 
-def test_one_list_read_by_handshake_and_modern() -> None:
-    assert handshake.HANDSHAKE_VERSIONS is versions.HANDSHAKE_VERSIONS
-    assert handshake.MODERN_VERSIONS is versions.MODERN_VERSIONS
-    assert modern.MODERN_VERSIONS is versions.MODERN_VERSIONS
+def test_one_list_read_by_both_eras() -> None:
+    assert choose.MODERN_VERSIONS is versions.MODERN_VERSIONS
+    assert choose.HANDSHAKE_VERSIONS is versions.HANDSHAKE_VERSIONS
+    assert probe.MODERN_VERSIONS is versions.MODERN_VERSIONS
+    assert legacy.HANDSHAKE_VERSIONS is versions.HANDSHAKE_VERSIONS
+    assert modern_era.MODERN_VERSIONS is versions.MODERN_VERSIONS
     assert versions.ALL_VERSIONS == (*versions.MODERN_VERSIONS, *versions.HANDSHAKE_VERSIONS)
     assert versions.LATEST_HANDSHAKE_VERSION == "2025-11-25"
     assert list(versions.HANDSHAKE_VERSIONS) == sorted(versions.HANDSHAKE_VERSIONS, reverse=True)
