@@ -14,7 +14,7 @@ from typing import Any
 
 from .errors import ProtocolError, ServerError
 
-__all__ = ["types", "validate", "typed_handler", "check_schema"]
+__all__ = ["types", "validate", "typed_handler", "check_schema", "tool_result", "roots_result"]
 
 
 def types() -> Any:
@@ -103,3 +103,29 @@ def check_schema(instance: Any, schema: dict[str, Any], what: str) -> None:
         raise ProtocolError(
             f"{what}: the tool's outputSchema is not a valid JSON Schema: {exc.message}"
         ) from None
+
+
+def tool_result(tool: Any, raw: Any) -> Any:
+    """A ``CallToolResult``; checked against the tool's ``outputSchema`` when it has one."""
+    result = validate("CallToolResult", raw)
+    if tool is None or not tool.output_schema or result.is_error:
+        return result
+    if result.structured_content is None:
+        raise ProtocolError(
+            f"tool {tool.name!r} declares an outputSchema but returned no structuredContent"
+        )
+    where = f"structured result of tool {tool.name!r}"
+    check_schema(result.structured_content, tool.output_schema, where)
+    return result
+
+
+def roots_result(roots: Any) -> dict[str, Any]:
+    """A ``roots/list`` result from the roots given (URIs, dicts or ``Root`` models)."""
+    out = []
+    for root in roots or ():
+        if isinstance(root, str):
+            root = {"uri": root}
+        elif hasattr(root, "model_dump"):
+            root = root.model_dump(by_alias=True, exclude_none=True, mode="json")
+        out.append(root)
+    return {"roots": out}

@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, Literal
 
-from ._typed import check_schema as _check_schema
+from . import _typed
 from ._typed import typed_handler as _typed_handler
 from ._typed import types as _types
 from ._typed import validate as _validate
@@ -39,13 +39,12 @@ from .errors import (
     ConfigError,
     HTTPStatusError,
     MCPSyncError,
-    ProtocolError,
     RequestTimeout,
     ServerExited,
 )
 from .filters import NameFilter, ToolExcluded
 from .protocol import UNSET, Agreement, CallOptions, Derived, Era, Interest, NotReady, ToolIndex
-from .protocol import settle as _settle
+from .protocol import pages as _pages
 from .protocol.choose import DEFAULT_CACHES, Caches, bring_up, resolve_era, server_identity
 from .transports.base import Transport
 
@@ -69,21 +68,6 @@ __all__ = ["Session", "Progress", "CLIENT_INFO"]
 log = logging.getLogger("mcpsync")
 
 CLIENT_INFO = {"name": "mcpsync", "version": __version__}
-
-# Which server capability each client->server method needs (None: always allowed).
-_NEEDS: dict[str, tuple[str, ...]] = {
-    "tools/list": ("tools",),
-    "tools/call": ("tools",),
-    "resources/list": ("resources",),
-    "resources/templates/list": ("resources",),
-    "resources/read": ("resources",),
-    "resources/subscribe": ("resources", "subscribe"),
-    "resources/unsubscribe": ("resources", "subscribe"),
-    "prompts/list": ("prompts",),
-    "prompts/get": ("prompts",),
-    "completion/complete": ("completions",),
-    "logging/setLevel": ("logging",),
-}
 
 # Python logging levels for MCP (syslog) levels.
 _LOG_LEVELS = {
@@ -393,19 +377,9 @@ class Session:
     # -- raw requests ------------------------------------------------------------------
 
     def _require(self, method: str) -> None:
-        if method in self._allowed:  # checked already against this handshake
-            return
-        path = _NEEDS.get(method)
-        if path is None or not self.strict or self._handshake is None:
-            return
-        node: Any = self._handshake.capabilities
-        for key in path:
-            if not isinstance(node, dict) or node.get(key) in (None, False):
-                raise CapabilityError(
-                    f"server {self.name!r} did not advertise the {'.'.join(path)!r} capability needed for {method}; "
-                    "nothing was sent (connect with strict=False for lax servers)"
-                )
-            node = node[key]
+        if method in self._allowed or not self.strict or self._handshake is None:
+            return  # checked already against this agreement, or lax
+        _pages.require(self._handshake.capabilities, method, self.name)
         self._allowed.add(method)
 
     def _submit(
@@ -444,52 +418,8 @@ class Session:
     ) -> Future[Any]:
         """A future of every item over all pages of a paginated list."""
         self._require(method)
-        items: list[Any] = []
-        result: Future[Any] = Future()
-
-        def fetch(cursor: str | None) -> None:
-            page_params = dict(params or {})
-            if cursor is not None:
-                page_params["cursor"] = cursor
-            try:
-                page = self._era.page(method, page_params or None)
-            except MCPSyncError as exc:
-                _settle(result, exc)
-                return
-            result._mcpsync_call = getattr(page, "_mcpsync_call", None)  # type: ignore[attr-defined]
-            page.add_done_callback(on_page)
-
-        def on_page(page: Future[Any]) -> None:
-            if page.cancelled() or result.done():
-                return
-            error = page.exception()
-            if error is not None:
-                _settle(result, error)
-                return
-            data = page.result()
-            try:
-                found = data.get(key) if isinstance(data, dict) else None
-                if not isinstance(found, list):
-                    raise ProtocolError(f"{method} result has no {key!r} list")
-                adapter = getattr(_types(), model)
-                items.extend(adapter.model_validate(item) for item in found)
-            except ProtocolError as exc:
-                _settle(result, exc)
-                return
-            except Exception as exc:
-                _settle(result, ProtocolError(f"server sent an invalid {model} in {method}: {exc}"))
-                return
-            cursor = data.get("nextCursor")
-            if cursor:
-                if len(items) > 1_000_000:
-                    _settle(result, ProtocolError(f"{method}: more than a million items; stopping"))
-                    return
-                fetch(cursor)
-            else:
-                _settle(result, None, items)
-
-        fetch(None)
-        return result
+        validate = getattr(_types(), model).model_validate
+        return _pages.collect_pages(self._era, method, key, validate, model, params)
 
     def _wait(self, future: Future[Any]) -> Any:
         return self._era.wait(future)
@@ -543,7 +473,7 @@ class Session:
             params["arguments"] = dict(arguments)
         if meta:
             params["_meta"] = dict(meta)
-        return params, functools.partial(self._tool_result, self._tools.get(name))
+        return params, functools.partial(_typed.tool_result, self._tools.get(name))
 
     def submit_call_tool(
         self,
@@ -595,18 +525,6 @@ class Session:
             reset_timeout_on_progress=reset_timeout_on_progress,
             max_timeout=max_timeout,
         )
-
-    def _tool_result(self, tool: Tool | None, raw: Any) -> CallToolResult:
-        result = _validate("CallToolResult", raw)
-        if tool is None or not tool.output_schema or result.is_error:
-            return result
-        if result.structured_content is None:
-            raise ProtocolError(
-                f"tool {tool.name!r} declares an outputSchema but returned no structuredContent"
-            )
-        where = f"structured result of tool {tool.name!r}"
-        _check_schema(result.structured_content, tool.output_schema, where)
-        return result
 
     # -- resources ---------------------------------------------------------------------
 
@@ -742,15 +660,7 @@ class Session:
         self._era.roots_changed()
 
     def _answer_roots(self, params: dict[str, Any]) -> dict[str, Any]:
-        roots = self._roots() if callable(self._roots) else self._roots
-        out = []
-        for root in roots or ():
-            if isinstance(root, str):
-                root = {"uri": root}
-            elif hasattr(root, "model_dump"):
-                root = root.model_dump(by_alias=True, exclude_none=True, mode="json")
-            out.append(root)
-        return {"roots": out}
+        return _typed.roots_result(self._roots() if callable(self._roots) else self._roots)
 
     # -- notifications -----------------------------------------------------------------
 
