@@ -256,7 +256,8 @@ class Connection:
 
     def start(self) -> None:
         """Start the threads, then the transport (which may deliver at once)."""
-        self._pump = getattr(self.transport, "wait_for", None)
+        transport = self.transport
+        self._pump = transport.wait_for if transport.features.caller_reads else None
         self._dispatcher.start()
         self._timer.start()
         try:
@@ -645,9 +646,7 @@ class Connection:
     def _dispatch(self, message: Any) -> None:
         if isinstance(message, tuple):  # a response that waited for earlier notifications
             self._resolve(*message)
-            wakeup = getattr(self.transport, "wakeup", None)
-            if wakeup is not None:  # the caller may be reading the transport itself
-                wakeup()
+            self.transport.wakeup()  # the caller may be reading the transport itself
             return
         method = message.get("method")
         params = message.get("params") or {}
@@ -787,9 +786,7 @@ class Connection:
             return
         if self.cancel_hook is not None and self.cancel_hook(call.id):
             return
-        abort = getattr(self.transport, "abort_request", None)
-        if abort is not None:  # stop reading a reply nobody waits for (HTTP SSE stream)
-            abort(call.id)
+        self.transport.abort_request(call.id)  # stop reading a reply nobody waits for (SSE)
         try:
             self.notify("notifications/cancelled", {"requestId": call.id, "reason": reason})
         except MCPSyncError:

@@ -27,10 +27,7 @@ routes, whoever owns the bare name.
 from __future__ import annotations
 
 import logging
-import os
 import re
-import signal
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -172,18 +169,7 @@ class _Server:
 
 def _kill_leftover(transport: Any) -> None:
     """Safety net: a transport closed by the host just before it spawned its process."""
-    proc = getattr(transport, "process", None)
-    if proc is None or proc.poll() is not None:
-        return
-    log.warning("killing server process %s left over from an interrupted start", proc.pid)
-    try:
-        if os.name == "posix":
-            os.killpg(proc.pid, signal.SIGKILL)  # the stdio transport gives it its own group
-        else:  # pragma: no cover
-            proc.kill()
-        proc.wait(timeout=2.0)
-    except (OSError, subprocess.TimeoutExpired):
-        pass
+    transport.kill()  # StdioTransport: the process and its group, at once
 
 
 def _default_connect(**kwargs: Any) -> Any:

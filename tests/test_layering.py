@@ -30,7 +30,6 @@ KNOWN_OVERSIZE: set[str] = {
     "mcpsync.connection",
     "mcpsync.host",
     "mcpsync.session",
-    "mcpsync.transports.stdio",
 }
 
 # Package folders (relative to mcpsync/) without a README.md today.

@@ -1,8 +1,10 @@
 """The transport contract: move JSON-RPC messages, nothing else.
 
-Owns: the ``Transport`` interface every transport implements. A transport knows bytes,
-framing and connection management; it knows nothing of request ids, futures or
-capabilities — correlation lives in ``mcpsync.session``.
+Owns: the ``Transport`` interface every transport implements, declared in full: the four
+operations, the ``Features`` a transport has (what the layers above may rely on; they
+never look at ``kind`` or probe for methods), and the optional hooks with their defaults.
+A transport knows bytes, framing and connection management; it knows nothing of request
+ids, futures or capabilities — correlation lives in ``mcpsync.connection``.
 
 Threading contract:
 - ``start(on_message, on_close)`` opens the stream and starts the transport's own reader
@@ -12,9 +14,13 @@ Threading contract:
   says why, e.g. ``ServerExited`` with exit code and stderr tail).
 - ``on_error(exc)`` (optional third callback) reports garbage on the wire
   (a ``ProtocolError``) without ending the stream.
-- ``send(msg)`` may be called from any thread, concurrently. It may deliver replies to
-  ``on_message`` before it returns (HTTP reads a JSON reply in the calling thread).
-  It raises a ``TransportError`` when the message could not be sent.
+- ``send(msg, timeout=, headers=)`` may be called from any thread, concurrently. It may
+  deliver replies to ``on_message`` before it returns (HTTP reads a JSON reply in the
+  calling thread). It raises a ``TransportError`` when the message could not be sent.
+  ``headers`` reach the wire only where ``features.per_request_headers``.
+- ``wait_for(future, deadline)`` (only where ``features.caller_reads``): read in the
+  calling thread until ``future`` is done or ``deadline`` passes; ``wakeup()`` makes such
+  a reader look at its future again.
 - ``close()`` is idempotent, bounded in time, and leaves no thread, process or file
   descriptor behind.
 """
@@ -24,10 +30,11 @@ from __future__ import annotations
 import logging
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Transport", "Message", "OnMessage", "OnClose", "OnError"]
+__all__ = ["Transport", "Features", "Message", "OnMessage", "OnClose", "OnError"]
 
 Message = dict[str, Any]
 OnMessage = Callable[[Message], None]
@@ -35,14 +42,35 @@ OnClose = Callable[[BaseException | None], None]
 OnError = Callable[[BaseException], None]
 
 log = logging.getLogger("mcpsync")
-_ONCE = threading.Lock()  # guards every transport's report-close-once flag (tiny section)
+
+
+@dataclass(frozen=True)
+class Features:
+    """What a transport can do; the defaults fit a transport that declares nothing."""
+
+    #: it can carry the stateless 2026-07-28 wire (the legacy HTTP+SSE transport cannot)
+    carries_modern: bool = True
+    #: ``send(headers=)`` puts the headers on the wire (HTTP: ``Mcp-Param-*``), and
+    #: closing a request's reply stream (``abort_request``) cancels it on the modern wire
+    per_request_headers: bool = False
+    #: a ``server/discover`` probe may go unanswered forever (an old server reading its
+    #: pipe): bring-up sends ``initialize`` beside it after a bound
+    bounded_probe: bool = False
+    #: a server that dies on the probe can be started again (a child process)
+    restart_on_probe_death: bool = False
+    #: replies are read in the calling thread (``wait_for``/``wakeup``)
+    caller_reads: bool = False
 
 
 class Transport(ABC):
     """Moves JSON-RPC messages between this client and one server."""
 
-    #: short name for reports: "stdio", "streamable-http", "sse", "memory"
+    #: short name for reports only: "stdio", "streamable-http", "sse", "memory"
     kind: str = "abstract"
+    #: what the layers above may rely on (never ``kind``)
+    features: Features = Features()
+    #: names the server this transport reaches, for the era verdict memory (None: unknown)
+    identity: str | None = None
 
     @abstractmethod
     def start(
@@ -51,8 +79,15 @@ class Transport(ABC):
         """Open the connection and start reading."""
 
     @abstractmethod
-    def send(self, message: Message, *, timeout: float | None = None) -> None:
-        """Send one message. ``timeout`` bounds the write (and, on HTTP, the reply)."""
+    def send(
+        self,
+        message: Message,
+        *,
+        timeout: float | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        """Send one message. ``timeout`` bounds the write (and, on HTTP, the reply);
+        ``headers``: per-message headers, sent only where ``features.per_request_headers``."""
 
     @abstractmethod
     def close(self) -> None:
@@ -64,6 +99,20 @@ class Transport(ABC):
     def describe(self) -> str:
         """One line for reports and error messages (no secrets)."""
         return self.kind
+
+    # -- optional hooks, with their defaults ---------------------------------------------
+
+    def wait_for(self, future: Any, deadline: float) -> None:
+        """Read in the calling thread until ``future`` is done or ``deadline``
+        (``time.monotonic()``) passes. Only called where ``features.caller_reads``."""
+        raise NotImplementedError(f"{self.kind} transport does not read in the caller")
+
+    def wakeup(self) -> None:  # noqa: B027 - optional hook
+        """Make a caller inside ``wait_for`` look at its future again (no-op by default)."""
+
+    def abort_request(self, request_id: Any) -> bool:
+        """Stop reading the reply stream of ``request_id``; True if there was one."""
+        return False
 
     def stdout_noise(self) -> list[str]:
         """The last lines the server wrote that were not JSON-RPC (stdio: e.g. a banner
@@ -107,7 +156,8 @@ class Transport(ABC):
 
     def _report_close(self, error: BaseException | None) -> None:
         """Call ``on_close`` exactly once."""
-        with _ONCE:
+        # one lock per transport, made on first use (dict.setdefault is atomic)
+        with self.__dict__.setdefault("_close_lock", threading.Lock()):
             if self._close_reported:
                 return
             self._close_reported = True

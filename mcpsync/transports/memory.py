@@ -2,20 +2,22 @@
 
 Owns: ``memory_pair()``, two connected ``MemoryTransport`` ends. What one end sends, the
 other end's reader thread delivers, in order. Messages are passed as JSON text, so the
-pair catches anything a real wire would reject (non-JSON values, shared mutable dicts).
+pair catches anything a real wire would reject (non-JSON values, shared mutable dicts),
+and decoded like any wire's (``jsonrpc.decode``: garbage is a ``ProtocolError`` reported
+through ``on_error``, the stream goes on).
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import queue
 import threading
+from collections.abc import Mapping
 from typing import Any
 
-from ..errors import TransportError
-from ..jsonrpc import encode
-from .base import Message, OnClose, OnError, OnMessage, Transport
+from ..errors import ProtocolError, TransportError
+from ..jsonrpc import decode, encode
+from .base import Features, Message, OnClose, OnError, OnMessage, Transport
 
 __all__ = ["MemoryTransport", "memory_pair"]
 
@@ -27,6 +29,8 @@ class MemoryTransport(Transport):
     """One end of an in-memory pair; create both with ``memory_pair()``."""
 
     kind = "memory"
+    #: a peer in the same process may never answer a probe (like a pipe)
+    features = Features(bounded_probe=True)
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -42,15 +46,21 @@ class MemoryTransport(Transport):
     def start(
         self, on_message: OnMessage, on_close: OnClose, on_error: OnError | None = None
     ) -> None:
+        self._bind(on_message, on_close, on_error)
         self._reader = threading.Thread(
             target=self._pump,
-            args=(on_message, on_close),
             name=f"mcpsync-memory-reader[{self.name}]",
             daemon=True,
         )
         self._reader.start()
 
-    def send(self, message: Message, *, timeout: float | None = None) -> None:
+    def send(
+        self,
+        message: Message,
+        *,
+        timeout: float | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
         peer = self.peer
         if self._closed.is_set() or peer is None or peer._closed.is_set():
             raise TransportError(f"memory transport {self.name!r} is closed")
@@ -74,18 +84,20 @@ class MemoryTransport(Transport):
         if self._reader is not None and self._reader is not threading.current_thread():
             self._reader.join(timeout=2.0)
 
-    def _pump(self, on_message: OnMessage, on_close: OnClose) -> None:
+    def _pump(self) -> None:
         while True:
             item = self._inbox.get()
             if item is _CLOSE:
                 break
             try:
-                message = json.loads(item)
-                for m in message if isinstance(message, list) else (message,):
-                    on_message(m)
-            except Exception:
-                log.exception("mcpsync: error while handling a message on %s", self.name)
-        on_close(None if self._closed.is_set() and self._close_error is None else self._close_error)
+                message = decode(item)
+            except ProtocolError as exc:
+                self._report(ProtocolError(f"{self.describe()}: {exc}"))
+                continue
+            self._deliver(message)  # a callback's bug is logged, the reader goes on
+        self._report_close(
+            None if self._closed.is_set() and self._close_error is None else self._close_error
+        )
 
 
 def memory_pair(name: str = "memory") -> tuple[MemoryTransport, MemoryTransport]:

@@ -46,140 +46,38 @@ from __future__ import annotations
 import collections
 import logging
 import os
-import re
 import select
-import signal
 import subprocess
-import sys
 import threading
 import time
 from _thread import get_ident
 from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
-from ..errors import ConfigError, ProtocolError, ServerExited, TransportError
-from ..jsonrpc import decode, encode, excerpt
-from .base import Message, OnClose, OnError, OnMessage, Transport
+from ..errors import ConfigError, ServerExited, TransportError
+from ..jsonrpc import encode
+from .base import Features, Message, OnClose, OnError, OnMessage, Transport
+from .child import DEFAULT_INHERITED_ENV, ChildProcess, default_environment
+from .ndjson import _NOISE_LINES, LineFramer, MessageTooLarge
+from .sigint import _GUARD, _MAIN_IDENT
 
 __all__ = ["StdioTransport", "MessageTooLarge", "DEFAULT_INHERITED_ENV", "default_environment"]
 
-if sys.platform == "win32":  # pragma: no cover - the reference SDKs' Windows list
-    DEFAULT_INHERITED_ENV: tuple[str, ...] = (
-        "APPDATA", "HOMEDRIVE", "HOMEPATH", "LOCALAPPDATA", "PATH", "PATHEXT", "PROCESSOR_ARCHITECTURE",
-        "SYSTEMDRIVE", "SYSTEMROOT", "TEMP", "USERNAME", "USERPROFILE",
-    )  # fmt: skip
-else:
-    DEFAULT_INHERITED_ENV = (
-        "HOME",
-        "LOGNAME",
-        "PATH",
-        "SHELL",
-        "TERM",
-        "USER",
-        "LANG",
-        "LC_ALL",
-        "TMPDIR",
-    )
-
 log = logging.getLogger("mcpsync.stdio")
 
-#: how many non-JSON stdout lines ``stdout_noise()`` keeps
-_NOISE_LINES = 20
 #: after a send, the background reader leaves stdout to the caller this long (seconds)
 _CALLER_GRACE = 0.005
 
 
-# The top-level id of a response, from the first or last bytes of a line too long to parse:
-# right after the opening brace's first members, or as the last member before the final brace.
-_HEAD_ID = re.compile(rb'^\s*\{(?:[^{}\[\]]*?,)?\s*"id"\s*:\s*(-?\d+)\s*[,}]')
-_TAIL_ID = re.compile(rb',\s*"id"\s*:\s*(-?\d+)\s*\}\s*$')
-
-
-class MessageTooLarge(ProtocolError):
-    """A line over ``max_message_bytes`` was discarded; ``request_id`` names the request it
-    answered when that could be read from its first or last bytes (else None).
-
-    Reported through ``on_error``: the connection fails that request with it at once."""
-
-    def __init__(self, message: str, *, request_id: int | None) -> None:
-        self.request_id = request_id
-        super().__init__(message)
-
-
-class _SigintGuard:
-    """Defers SIGINT while the main thread reads or writes a stdio pipe (see the docstring)."""
-
-    def __init__(self) -> None:
-        self.depth = 0  # the main thread's nesting of guarded regions
-        self.pending = False  # a SIGINT came inside a region
-        self.current: StdioTransport | None = None  # the transport the main thread is in
-        self.installed = False  # tried to install since the first transport opened
-        self.open = 0  # stdio transports started and not yet closed
-        self.lock = threading.Lock()  # guards `open`
-
-    def install(self) -> None:
-        """Called in the main thread: take SIGINT over if the default handler has it."""
-        self.installed = True  # one try: an application's own handler is left alone
-        try:
-            if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-                signal.signal(signal.SIGINT, self.handler)
-        except (ValueError, OSError):  # pragma: no cover - not the main thread / no signals
-            pass
-
-    def opened(self) -> None:
-        with self.lock:
-            self.open += 1
-
-    def closed(self) -> None:
-        """The last stdio transport closed: give SIGINT back to Python's default handler."""
-        with self.lock:
-            self.open -= 1
-            if self.open <= 0:
-                self.current = None
-            if self.open > 0 or get_ident() != _MAIN_IDENT:
-                return  # (from another thread: it stays ours, which behaves the same)
-            self.installed = False
-        try:
-            if signal.getsignal(signal.SIGINT) == self.handler:
-                signal.signal(signal.SIGINT, signal.default_int_handler)
-        except (ValueError, OSError):  # pragma: no cover
-            pass
-
-    def handler(self, signum: int, frame: Any) -> None:
-        if self.depth <= 0:
-            signal.default_int_handler(signum, frame)  # raises KeyboardInterrupt
-        self.pending = True
-        current = self.current
-        if current is not None:
-            current.wakeup()  # the region's poll returns; it ends at a message boundary
-
-    def leave(self) -> None:
-        """End a region; raise the deferred KeyboardInterrupt when it was the outermost."""
-        self.depth -= 1
-        if self.pending and self.depth <= 0:
-            self.pending = False
-            raise KeyboardInterrupt
-
-
-_GUARD = _SigintGuard()
-_MAIN_IDENT = threading.main_thread().ident
-
-
-def default_environment() -> dict[str, str]:
-    """The allow-listed part of this process's environment a server inherits by default."""
-    env = {}
-    for key in DEFAULT_INHERITED_ENV:
-        value = os.environ.get(key)
-        # Exported shell functions ("() { ...") are a known injection vector; skip them.
-        if value is not None and not value.startswith("()"):
-            env[key] = value
-    return env
-
-
-class StdioTransport(Transport):
+class StdioTransport(ChildProcess, LineFramer, Transport):
     """Runs an MCP server as a child process; one JSON message per line."""
 
     kind = "stdio"
+    #: an old server may never answer a probe (it reads on), or die on it (start it again);
+    #: replies are read in the calling thread where poll() exists
+    features = Features(
+        bounded_probe=True, restart_on_probe_death=True, caller_reads=hasattr(select, "poll")
+    )
 
     def __init__(
         self,
@@ -236,7 +134,6 @@ class StdioTransport(Transport):
         self._caller_poll: Any = None
         self._wake_r = self._wake_w = -1
         self._stop_r = self._stop_w = -1  # readable once closing: ends every poll at once
-        self.wait_for = self._wait_for if hasattr(select, "poll") else None
 
     # -- Transport -------------------------------------------------------------------
 
@@ -272,7 +169,7 @@ class StdioTransport(Transport):
         )
         assert self.process.stdout is not None
         self._fd = self.process.stdout.fileno()
-        if self.wait_for is not None:
+        if self.features.caller_reads:
             # Reads only after poll() said so, writes wait in poll(): nothing blocks unbounded.
             os.set_blocking(self._fd, False)
             os.set_blocking(self._stdin_fd, False)
@@ -292,7 +189,13 @@ class StdioTransport(Transport):
         self._stderr_reader.start()
         self._reader.start()
 
-    def send(self, message: Message, *, timeout: float | None = None) -> None:
+    def send(
+        self,
+        message: Message,
+        *,
+        timeout: float | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
         data = encode(message) + b"\n"
         if self._shut or self._stdin is None:
             raise TransportError(f"stdio transport to {self.name!r} is closed")
@@ -432,7 +335,7 @@ class StdioTransport(Transport):
 
     # -- reading: the reader role -------------------------------------------------------
 
-    def _wait_for(self, future: Any, deadline: float) -> None:
+    def wait_for(self, future: Any, deadline: float) -> None:
         """Read stdout in the calling thread until ``future`` is done or ``deadline`` passes.
 
         ``future``: anything with ``done()``; ``deadline``: a ``time.monotonic()`` value.
@@ -539,7 +442,7 @@ class StdioTransport(Transport):
 
     def _background_reader(self) -> None:
         """Reads while no caller does (notifications, server requests, idle EOF)."""
-        poller = select.poll() if self.wait_for is not None else None
+        poller = select.poll() if self.features.caller_reads else None
         if poller is not None:
             poller.register(self._fd, select.POLLIN)
             poller.register(self._stop_r, select.POLLIN)
@@ -594,186 +497,6 @@ class StdioTransport(Transport):
             self._role_cv.notify_all()
         if not self._closing.is_set():
             self._report_close(self._exit_error("server closed its stdout"))
-
-    def _feed(self, chunk: bytes) -> None:
-        start = 0
-        limit = self.max_message_bytes
-        while True:
-            newline = chunk.find(b"\n", start)
-            if newline < 0:
-                rest = chunk[start:]
-                if rest and not self._discarding:
-                    self._parts.append(rest)
-                    self._part_bytes += len(rest)
-                    if self._part_bytes > limit:
-                        self._too_large(b"".join(self._parts)[:512])
-                elif rest:
-                    self._discard_tail = (self._discard_tail + rest)[-512:]
-                return
-            piece = chunk[start:newline]
-            start = newline + 1
-            if self._discarding:
-                self._discarding = False
-                if self._discard_unreported:  # the id may be the last member: `..., "id": 7}`
-                    found = _TAIL_ID.search((self._discard_tail + piece)[-512:])
-                    self._report_too_large(int(found.group(1)) if found else None)
-                self._discard_tail = b""
-                continue
-            if self._parts:
-                self._parts.append(piece)
-                piece = b"".join(self._parts)
-                self._parts.clear()
-                self._part_bytes = 0
-            self._deliver_line(piece)
-
-    def _too_large(self, head: bytes) -> None:
-        """The line being read went over the limit: drop it up to its newline, and say so."""
-        self._parts.clear()
-        self._part_bytes = 0
-        self._discarding = True
-        self._discard_tail = b""
-        found = _HEAD_ID.match(head)
-        # A response whose id comes first (or a request): report now; else at its last bytes.
-        self._discard_unreported = found is None and b'"method"' not in head
-        if not self._discard_unreported:
-            self._report_too_large(int(found.group(1)) if found else None)
-
-    def _report_too_large(self, request_id: int | None) -> None:
-        self._report(MessageTooLarge(
-            f"server {self.name!r} sent a message over {self.max_message_bytes} bytes; it was discarded",
-            request_id=request_id,
-        ))  # fmt: skip
-
-    def _deliver_line(self, line: bytes) -> None:
-        if line.isspace() or not line:
-            return
-        if len(line) > self.max_message_bytes:  # whole, but its last piece took it over
-            found = _HEAD_ID.match(line[:512]) or _TAIL_ID.search(line[-512:])
-            self._report_too_large(int(found.group(1)) if found else None)
-            return
-        try:
-            message = decode(line)
-        except ProtocolError as exc:
-            self._noise.append(excerpt(line, 200))
-            self._report(ProtocolError(f"server {self.name!r} wrote to stdout: {exc}"))
-            return
-        self._deliver(message)
-
-    def _drain_stderr(self) -> None:
-        proc = self.process
-        assert proc is not None and proc.stderr is not None
-        fd = proc.stderr.fileno()
-        pending = b""
-        logger = self._server_log
-        tail = self._stderr_tail
-        poller = None
-        if self._stop_r >= 0:  # bounded reads: stop once closing, even if stderr stays open
-            os.set_blocking(fd, False)
-            poller = select.poll()
-            poller.register(fd, select.POLLIN)
-            poller.register(self._stop_r, select.POLLIN)
-        leftover = 1 << 20  # once closing: at most this much more of what is already there
-        while True:
-            if poller is not None:
-                closing = self._closing.is_set()
-                events = poller.poll(0 if closing else None)
-                if not any(ready == fd for ready, _ in events):
-                    if closing or any(ready == self._stop_r for ready, _ in events):
-                        break
-                    continue
-            try:
-                chunk = os.read(fd, 65536)
-            except BlockingIOError:
-                continue
-            except OSError:
-                break
-            if not chunk:
-                break
-            if self._closing.is_set():
-                leftover -= len(chunk)
-                if leftover < 0:
-                    break
-            pending += chunk
-            *lines, pending = pending.split(b"\n")
-            if len(pending) > 65536:  # a huge line without newline: keep only its start
-                lines.append(pending[:4096])
-                pending = b""
-            for raw in lines:
-                text = raw.decode("utf-8", "replace").rstrip("\r")
-                tail.append(excerpt(text, 500))
-                if logger.isEnabledFor(logging.INFO):
-                    logger.info("%s", text)
-        if pending:
-            tail.append(excerpt(pending, 500))
-
-    def _shutdown(self, proc: subprocess.Popen[bytes]) -> None:
-        timeout = self.shutdown_timeout
-        # Writers see the stop pipe and give the lock up at once; bounded all the same.
-        self._close_stdin(timeout)
-        try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self._signal(proc, signal.SIGTERM)
-            try:
-                proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                self._signal(proc, signal.SIGKILL)
-                try:
-                    proc.wait(timeout=timeout)
-                except subprocess.TimeoutExpired:
-                    log.warning(
-                        "mcpsync: server %s (pid %s) did not die after SIGKILL", self.name, proc.pid
-                    )
-        # The server is gone; its own children may not be. They share its process group:
-        # the same ladder for them (SIGTERM, wait, SIGKILL).
-        if os.name == "posix" and self._group_alive(proc.pid):
-            self._signal(proc, signal.SIGTERM, group_only=True)
-            deadline = time.monotonic() + timeout
-            while self._group_alive(proc.pid) and time.monotonic() < deadline:
-                time.sleep(0.01)
-            self._signal(proc, signal.SIGKILL, group_only=True)
-            # SIGKILL lands asynchronously; give it a moment (an orphan that is already a
-            # zombie still counts as a group member until init reaps it, so keep this short).
-            deadline = time.monotonic() + 0.05
-            while self._group_alive(proc.pid) and time.monotonic() < deadline:
-                time.sleep(0.005)
-
-    def _close_stdin(self, timeout: float) -> None:
-        """Close our end of stdin once no writer can use it (writers stop on the stop pipe)."""
-        proc = self.process
-        if proc is None or proc.stdin is None or proc.stdin.closed:
-            return
-        if not self._write_lock.acquire(timeout=timeout):
-            return  # a writer is stuck past its bound: the signals end the server instead
-        try:
-            proc.stdin.close()
-        except OSError:
-            pass
-        finally:
-            self._write_lock.release()
-
-    @staticmethod
-    def _group_alive(pgid: int) -> bool:
-        try:
-            os.killpg(pgid, 0)
-        except (ProcessLookupError, PermissionError):
-            return False
-        return True
-
-    def _signal(self, proc: subprocess.Popen[Any], sig: int, group_only: bool = False) -> None:
-        if os.name == "posix":
-            try:
-                os.killpg(proc.pid, sig)
-                return
-            except (ProcessLookupError, PermissionError):
-                if group_only:
-                    return
-        if group_only:
-            return
-        try:
-            proc.send_signal(sig)
-        except (ProcessLookupError, OSError):
-            pass
 
     def _join_threads(self) -> None:
         """Join the threads, then close each descriptor no thread can read any more."""

@@ -33,7 +33,7 @@ from ...errors import (
     TransportError,
 )
 from ...jsonrpc import encode
-from ..base import Message, OnClose, OnError, OnMessage, Transport
+from ..base import Features, Message, OnClose, OnError, OnMessage, Transport
 from .client import (
     ACCEPT_SSE,
     HTTPClient,
@@ -56,6 +56,8 @@ class LegacySSETransport(Transport):
     """MCP over the 2024-11-05 HTTP+SSE transport: GET an event stream, POST to its endpoint."""
 
     kind = "sse"
+    #: 2024-11-05 only: it cannot carry the stateless wire
+    features = Features(carries_modern=False)
 
     def __init__(
         self,
@@ -143,7 +145,13 @@ class LegacySSETransport(Transport):
             )
             raise error
 
-    def send(self, message: Message, *, timeout: float | None = None) -> None:
+    def send(
+        self,
+        message: Message,
+        *,
+        timeout: float | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
         endpoint = self.endpoint
         if self._closing.is_set() or endpoint is None:
             raise TransportError(f"{self.describe()}: transport is closed or not started")

@@ -47,7 +47,7 @@ from ...errors import (
 )
 from ...jsonrpc import decode, encode
 from ...versions import is_modern
-from ..base import Message, OnClose, OnError, OnMessage, Transport
+from ..base import Features, Message, OnClose, OnError, OnMessage, Transport
 from .client import (
     ACCEPT_SSE,
     HTTPClient,
@@ -105,6 +105,8 @@ class StreamableHTTPTransport(SessionLifecycle, Transport):
     """MCP over Streamable HTTP: one POST per message; JSON or SSE replies; GET back-channel."""
 
     kind = "streamable-http"
+    #: ``send(headers=)`` reaches the wire; closing a reply stream cancels (2026-07-28)
+    features = Features(per_request_headers=True)
 
     def __init__(
         self,

@@ -1,0 +1,200 @@
+"""The child process of a stdio transport: its environment, its stderr, its shutdown.
+
+Owns: which of the parent's environment variables a server inherits by default
+(``DEFAULT_INHERITED_ENV``), draining the child's stderr (a bounded tail kept for error
+messages, every line sent to ``logging``), and the shutdown ladder in the order the MCP
+specification gives for stdio: close the child's stdin, wait for it to exit, then
+SIGTERM, wait, then SIGKILL — to the child's whole process group, so its own children
+go too. Every wait is bounded. A mixin of ``StdioTransport`` (it works on its state).
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import os
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+from typing import Any
+
+from ..jsonrpc import excerpt
+
+__all__ = ["DEFAULT_INHERITED_ENV", "default_environment", "ChildProcess"]
+
+if sys.platform == "win32":  # pragma: no cover - the reference SDKs' Windows list
+    DEFAULT_INHERITED_ENV: tuple[str, ...] = (
+        "APPDATA", "HOMEDRIVE", "HOMEPATH", "LOCALAPPDATA", "PATH", "PATHEXT", "PROCESSOR_ARCHITECTURE",
+        "SYSTEMDRIVE", "SYSTEMROOT", "TEMP", "USERNAME", "USERPROFILE",
+    )  # fmt: skip
+else:
+    DEFAULT_INHERITED_ENV = (
+        "HOME",
+        "LOGNAME",
+        "PATH",
+        "SHELL",
+        "TERM",
+        "USER",
+        "LANG",
+        "LC_ALL",
+        "TMPDIR",
+    )
+
+log = logging.getLogger("mcpsync.stdio")
+
+
+def default_environment() -> dict[str, str]:
+    """The allow-listed part of this process's environment a server inherits by default."""
+    env = {}
+    for key in DEFAULT_INHERITED_ENV:
+        value = os.environ.get(key)
+        # Exported shell functions ("() { ...") are a known injection vector; skip them.
+        if value is not None and not value.startswith("()"):
+            env[key] = value
+    return env
+
+
+class ChildProcess:
+    """The process half of ``StdioTransport`` (see the module docstring)."""
+
+    # set by the transport's __init__
+    name: str
+    process: subprocess.Popen[bytes] | None
+    shutdown_timeout: float
+    _write_lock: threading.Lock
+    _closing: threading.Event
+    _stop_r: int
+    _server_log: logging.Logger
+    _stderr_tail: collections.deque[str]
+
+    def _drain_stderr(self) -> None:
+        proc = self.process
+        assert proc is not None and proc.stderr is not None
+        fd = proc.stderr.fileno()
+        pending = b""
+        logger = self._server_log
+        tail = self._stderr_tail
+        poller = None
+        if self._stop_r >= 0:  # bounded reads: stop once closing, even if stderr stays open
+            os.set_blocking(fd, False)
+            poller = select.poll()
+            poller.register(fd, select.POLLIN)
+            poller.register(self._stop_r, select.POLLIN)
+        leftover = 1 << 20  # once closing: at most this much more of what is already there
+        while True:
+            if poller is not None:
+                closing = self._closing.is_set()
+                events = poller.poll(0 if closing else None)
+                if not any(ready == fd for ready, _ in events):
+                    if closing or any(ready == self._stop_r for ready, _ in events):
+                        break
+                    continue
+            try:
+                chunk = os.read(fd, 65536)
+            except BlockingIOError:
+                continue
+            except OSError:
+                break
+            if not chunk:
+                break
+            if self._closing.is_set():
+                leftover -= len(chunk)
+                if leftover < 0:
+                    break
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            if len(pending) > 65536:  # a huge line without newline: keep only its start
+                lines.append(pending[:4096])
+                pending = b""
+            for raw in lines:
+                text = raw.decode("utf-8", "replace").rstrip("\r")
+                tail.append(excerpt(text, 500))
+                if logger.isEnabledFor(logging.INFO):
+                    logger.info("%s", text)
+        if pending:
+            tail.append(excerpt(pending, 500))
+
+    def kill(self) -> None:
+        """Kill the child and its process group at once, without the ladder (a start the
+        host interrupted by closing); a no-op when it never started or already exited."""
+        proc = self.process
+        if proc is None or proc.poll() is not None:
+            return
+        log.warning("killing server process %s left over from an interrupted start", proc.pid)
+        self._signal(proc, signal.SIGKILL)  # the whole group: it has its own
+        try:
+            proc.wait(timeout=2.0)
+        except subprocess.TimeoutExpired:
+            pass
+
+    def _shutdown(self, proc: subprocess.Popen[bytes]) -> None:
+        timeout = self.shutdown_timeout
+        # Writers see the stop pipe and give the lock up at once; bounded all the same.
+        self._close_stdin(timeout)
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self._signal(proc, signal.SIGTERM)
+            try:
+                proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self._signal(proc, signal.SIGKILL)
+                try:
+                    proc.wait(timeout=timeout)
+                except subprocess.TimeoutExpired:
+                    log.warning(
+                        "mcpsync: server %s (pid %s) did not die after SIGKILL", self.name, proc.pid
+                    )
+        # The server is gone; its own children may not be. They share its process group:
+        # the same ladder for them (SIGTERM, wait, SIGKILL).
+        if os.name == "posix" and self._group_alive(proc.pid):
+            self._signal(proc, signal.SIGTERM, group_only=True)
+            deadline = time.monotonic() + timeout
+            while self._group_alive(proc.pid) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            self._signal(proc, signal.SIGKILL, group_only=True)
+            # SIGKILL lands asynchronously; give it a moment (an orphan that is already a
+            # zombie still counts as a group member until init reaps it, so keep this short).
+            deadline = time.monotonic() + 0.05
+            while self._group_alive(proc.pid) and time.monotonic() < deadline:
+                time.sleep(0.005)
+
+    def _close_stdin(self, timeout: float) -> None:
+        """Close our end of stdin once no writer can use it (writers stop on the stop pipe)."""
+        proc = self.process
+        if proc is None or proc.stdin is None or proc.stdin.closed:
+            return
+        if not self._write_lock.acquire(timeout=timeout):
+            return  # a writer is stuck past its bound: the signals end the server instead
+        try:
+            proc.stdin.close()
+        except OSError:
+            pass
+        finally:
+            self._write_lock.release()
+
+    @staticmethod
+    def _group_alive(pgid: int) -> bool:
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return False
+        return True
+
+    def _signal(self, proc: subprocess.Popen[Any], sig: int, group_only: bool = False) -> None:
+        if os.name == "posix":
+            try:
+                os.killpg(proc.pid, sig)
+                return
+            except (ProcessLookupError, PermissionError):
+                if group_only:
+                    return
+        if group_only:
+            return
+        try:
+            proc.send_signal(sig)
+        except (ProcessLookupError, OSError):
+            pass
