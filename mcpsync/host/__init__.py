@@ -36,8 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .config import Config, ConfigEntryError, ServerEntry, load_config
-from .errors import CapabilityError, ConfigError, MCPSyncError, SessionClosed
+from ..config import Config, ConfigEntryError, ServerEntry, load_config
+from ..errors import CapabilityError, ConfigError, MCPSyncError, SessionClosed
 
 __all__ = [
     "Host",
@@ -84,7 +84,7 @@ def qualified_name(server: str, tool: str, separator: str = SEPARATOR) -> str:
 
 def _per_server(value: Mapping[str, Any] | None, what: str) -> dict[str, tuple[str, ...]]:
     """``{server (or "*"): globs}`` checked: ConfigError for anything else."""
-    from .filters import globs
+    from ..filters import globs
 
     if value is None:
         return {}
@@ -173,7 +173,7 @@ def _kill_leftover(transport: Any) -> None:
 
 
 def _default_connect(**kwargs: Any) -> Any:
-    from .session import Session  # late: the session layer sits above config/host imports
+    from ..session import Session  # late: the session layer sits above config/host imports
 
     return Session.connect(**kwargs)
 
@@ -274,7 +274,7 @@ class Host:
         return f"<Host {self.source}: {summary or 'no servers'}>"
 
     def _repr_html_(self) -> str:
-        from . import display  # late: only notebooks need it
+        from .. import display  # late: only notebooks need it
 
         return display.status_table(self.status()).html
 
@@ -339,7 +339,7 @@ class Host:
     def _close_session(name: str, session: Any) -> None:
         try:
             session.close()
-        except Exception as exc:  # closing must not stop the others
+        except Exception as exc:  # noqa: BLE001 - closing one must not stop the others
             log.warning("closing server %r: %s", name, exc)
 
     @property
@@ -370,7 +370,7 @@ class Host:
                     s.consent = bool(self._consent(s.entry))
                     if not s.consent:
                         s.error = ConsentDenied(f"server {s.name!r}: consent refused")
-                except Exception as exc:
+                except Exception as exc:  # noqa: BLE001 - a failing hook refuses the server
                     s.consent = False
                     s.error = ConsentDenied(f"server {s.name!r}: the consent hook failed: {exc}")
             return s.consent
@@ -440,7 +440,7 @@ class Host:
             self._close_session(s.name, session)
 
     def _stdio_transport(self, s: _Server, kwargs: dict[str, Any]) -> Any:
-        from .transports.select import stdio_transport
+        from ..transports.select import stdio_transport
 
         transport = stdio_transport(
             kwargs.pop("target"),
