@@ -43,6 +43,7 @@ from mcpsync.modern import (
 )
 from mcpsync.protocol import choose
 from mcpsync.protocol.choose import Caches, server_identity
+from mcpsync.transports.base import Features
 
 MODERN = "2026-07-28"
 _identities = itertools.count(1)
@@ -1057,7 +1058,8 @@ def test_invalid_tools_are_dropped_and_never_called_on_http(no_leaks):
     server = modern_fake(
         handlers={"tools/list": lambda m: {"resultType": "complete", "tools": tools}}
     )
-    server.client_end.kind = "streamable-http"  # the checks apply to Streamable HTTP only
+    # the checks apply where per-request headers reach the wire (Streamable HTTP) only
+    server.client_end.features = Features(bounded_probe=True, per_request_headers=True)
     with connect(server) as s:
         assert [t.name for t in s.list_tools()] == ["good"]
         with pytest.raises(InvalidToolHeaders, match="nothing was sent"):

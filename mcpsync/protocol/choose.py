@@ -294,11 +294,12 @@ def _negotiate(
     started = time.perf_counter()
     conn, verdicts, server_key = b.conn, b.caches.verdicts, b.server_key
     era, pinned = resolve_era(era, protocol_version)
-    kind = getattr(conn.transport, "kind", "")
-    if kind == "sse":
+    features = conn.transport.features
+    if not features.carries_modern:  # the legacy HTTP+SSE transport (kind: wording only)
+        what = "legacy HTTP+SSE" if conn.transport.kind == "sse" else conn.transport.kind
         if era == "modern":
-            raise ConfigError("the legacy HTTP+SSE transport cannot carry the 2026-07-28 protocol")
-        return _legacy(b, pinned, "legacy HTTP+SSE transport")
+            raise ConfigError(f"the {what} transport cannot carry the 2026-07-28 protocol")
+        return _legacy(b, pinned, f"{what} transport")
     if era == "legacy":
         why = f"protocol version {pinned} pinned" if pinned else "era='legacy' requested"
         return _legacy(b, pinned, why, remember=False)  # no evidence
@@ -324,7 +325,8 @@ def _negotiate(
             return _modern(b, cached, version, started, "cached server/discover result")
 
     # stdio (and the in-memory pair): initialize may go out beside an unanswered probe
-    side_by_side = not forced and kind in ("stdio", "memory")
+    side_by_side = not forced and features.bounded_probe
+    restartable = features.restart_on_probe_death
     bound = DEFAULT_PROBE_TIMEOUT if probe_timeout is None else probe_timeout
     version = pinned or MODERN_VERSIONS[0]
     notes: list[str] = []
@@ -344,10 +346,10 @@ def _negotiate(
             else:
                 verdict = probe(conn, version, caps, info, budget, spent)
         except TransportError as exc:
-            if kind != "stdio" or forced or isinstance(exc, HTTPStatusError):
+            if not restartable or forced or isinstance(exc, HTTPStatusError):
                 raise
             raise _restart_as_legacy(
-                exc, kind, server_key, "the server stopped on server/discover", verdicts
+                exc, restartable, server_key, "the server stopped on server/discover", verdicts
             ) from None
         if verdict.kind == "legacy":
             reason = verdict.reason
@@ -358,7 +360,7 @@ def _negotiate(
             try:
                 return _legacy(b, None, reason, sent=sent)
             except TransportError as exc:  # the probe broke the server (old SDKs crash on it)
-                raise _restart_as_legacy(exc, kind, server_key, reason, verdicts) from None
+                raise _restart_as_legacy(exc, restartable, server_key, reason, verdicts) from None
             except ServerError as exc:  # a slow modern server locked in by a late probe
                 supported = (
                     supported_of(exc.data)
@@ -418,7 +420,11 @@ def _negotiate(
 
 
 def _restart_as_legacy(
-    exc: TransportError, kind: str, server_key: str | None, reason: str, verdicts: VerdictMemory
+    exc: TransportError,
+    restartable: bool,
+    server_key: str | None,
+    reason: str,
+    verdicts: VerdictMemory,
 ) -> TransportError:
     """A stdio server that died of the probe: remember it as legacy and ask the caller to
     start it again (``restart_legacy``); the new process gets ``initialize`` directly.
@@ -427,7 +433,7 @@ def _restart_as_legacy(
     that cannot parse the method says when it dies of it: a server that exits on its own
     (a missing API key, a bad argument) is not started a second time."""
     tail = getattr(exc, "stderr_tail", "") or ""
-    if kind == "stdio" and server_key is not None and "server/discover" in tail:
+    if restartable and server_key is not None and "server/discover" in tail:
         verdicts.remember(
             server_key, "legacy", f"it stopped after the server/discover probe; {reason}"
         )

@@ -32,7 +32,7 @@ from ..errors import (
 from ..transports.http.headers import standard_headers
 from ..versions import HANDSHAKE_VERSIONS, MODERN_VERSIONS
 from .legacy import initialize_params
-from .modern import _takes_headers, newest_mutual_modern, supported_of
+from .modern import newest_mutual_modern, supported_of
 from .modern.envelope import MODERN_ERROR_CODES, Envelope, modern_capabilities
 
 __all__ = ["Verdict", "Budget", "SentInitialize", "probe", "probe_beside_initialize",
@@ -183,7 +183,7 @@ def _send_probe(
     envelope = Envelope(version, modern_capabilities(capabilities), client_info)
     params = {"_meta": envelope("server/discover")}
     extra: dict[str, Any] = {}
-    if _takes_headers(conn):  # HTTP, not yet in modern mode: say it per request
+    if conn.transport.features.per_request_headers:  # HTTP, not yet modern: say it per request
         extra["headers"] = standard_headers({"method": "server/discover", "params": params})
     return conn.request("server/discover", params, timeout=timeout, **extra)
 

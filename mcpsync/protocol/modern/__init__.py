@@ -75,16 +75,6 @@ def newest_mutual_modern(supported: Any, preferred: str | None = None) -> str | 
     return None
 
 
-def _takes_headers(conn: Connection) -> bool:
-    """Whether per-request headers reach the wire (Streamable HTTP's ``send(headers=)``)."""
-    import inspect
-
-    try:
-        return "headers" in inspect.signature(conn.transport.send).parameters
-    except (TypeError, ValueError):
-        return False
-
-
 class ModernFuture(Future):  # type: ignore[type-arg]
     """A modern call in flight, possibly over several requests (MRTR rounds, a task).
 
@@ -161,8 +151,9 @@ class ModernEra(Era):
         self.credential_key = credential_key
         self._keep_alive = keep_alive  # e.g. the auth object the credential key names
         self.max_rounds = max_rounds
-        #: True on Streamable HTTP: tools with invalid x-mcp-header declarations are dropped
-        self.http = getattr(conn.transport, "kind", "") == "streamable-http"
+        #: True where per-request headers reach the wire (Streamable HTTP): tools with
+        #: invalid x-mcp-header declarations are then dropped, and cancelling closes the stream
+        self.http = conn.transport.features.per_request_headers
         self._tool_headers: dict[str, dict[str, tuple[tuple[str, ...], str]]] = {}
         self._invalid_tools: dict[str, str] = {}
         self._workers: set[threading.Thread] = set()
@@ -170,11 +161,10 @@ class ModernEra(Era):
         self._closing = threading.Event()
         self.listener = Listener(conn, self.server, self.wanted_filter, self._closing)
         self.tasks = Tasks(conn, self.server, self._send, self._fulfil, self._closing)
-        self._request_takes_headers = _takes_headers(conn)
-        abort = getattr(conn.transport, "abort_request", None)
-        if self.http and abort is not None:
+        if self.http:
             # Streamable HTTP at 2026-07-28: closing the response stream is the cancellation,
             # and no client notification is defined; never POST notifications/cancelled.
+            abort = conn.transport.abort_request
             conn.cancel_hook = lambda request_id: abort(request_id) or True
 
     @property
@@ -215,7 +205,7 @@ class ModernEra(Era):
             method, params = "server/discover", None
         headers = self._extra_headers(method, params)
         kwargs = opts.kwargs()
-        if headers and self._request_takes_headers:  # only HTTP has a header layer
+        if headers:  # only where per-request headers reach the wire (self.http)
             kwargs["headers"] = headers
         return method, params, kwargs
 

@@ -82,9 +82,8 @@ class _Stream:
             future.cancel()
         else:
             # not sent yet, or sent without its future: close its stream on the transport
-            abort = getattr(self.listener.conn.transport, "abort_request", None)
-            if abort is not None and self.id is not None:
-                abort(self.id)
+            if self.id is not None:
+                self.listener.conn.transport.abort_request(self.id)
         if join and self.thread.is_alive() and self.thread is not threading.current_thread():
             self.thread.join(timeout=2.0)
 
