@@ -28,7 +28,6 @@ KNOWN_CYCLES: set[frozenset[str]] = set()
 # Modules over MAX_LINES lines today (others are editing them: the set is the ratchet, not sizes).
 KNOWN_OVERSIZE: set[str] = {
     "mcpsync.connection",
-    "mcpsync.host",
     "mcpsync.session",
 }
 

@@ -16,7 +16,7 @@ from .entries import ConfigEntryError, InputSpec
 if TYPE_CHECKING:
     from .entries import InputResolver
 
-__all__ = []
+__all__: list[str] = []  # private to mcpsync.host
 
 
 # --------------------------------------------------------------------------- variables

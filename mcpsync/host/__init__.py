@@ -27,17 +27,37 @@ routes, whoever owns the bare name.
 from __future__ import annotations
 
 import logging
-import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from concurrent.futures import Future
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..config import Config, ConfigEntryError, ServerEntry, load_config
 from ..errors import CapabilityError, ConfigError, MCPSyncError, SessionClosed
+from .routing import _ToolRouting
+from .servers import (
+    CLOSED,
+    CONNECTING,
+    DISABLED,
+    FAILED,
+    IDLE,
+    READY,
+    REFUSED,
+    SEPARATOR,
+    ConnectFn,
+    ConsentDenied,
+    ConsentFn,
+    HostTool,
+    ServerStatus,
+    UnknownTool,
+    _default_connect,
+    _kill_leftover,
+    _per_server,
+    _Server,
+    ask_on_terminal,
+    qualified_name,
+)
 
 __all__ = [
     "Host",
@@ -52,133 +72,8 @@ __all__ = [
 
 log = logging.getLogger("mcpsync.host")
 
-SEPARATOR = "__"
 
-ConnectFn = Callable[..., Any]
-ConsentFn = Callable[[ServerEntry], bool]
-
-# states a server goes through
-IDLE, CONNECTING, READY, FAILED, REFUSED, DISABLED, CLOSED = (
-    "idle",
-    "connecting",
-    "ready",
-    "failed",
-    "refused",
-    "disabled",
-    "closed",
-)
-
-
-class ConsentDenied(MCPSyncError):
-    """The consent hook refused (or failed) to let this server start."""
-
-
-class UnknownTool(MCPSyncError, LookupError):
-    """No server that is up offers a tool by this name."""
-
-
-def qualified_name(server: str, tool: str, separator: str = SEPARATOR) -> str:
-    """``<server>__<tool>`` with the server part reduced to tool-name characters."""
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", server) + separator + tool
-
-
-def _per_server(value: Mapping[str, Any] | None, what: str) -> dict[str, tuple[str, ...]]:
-    """``{server (or "*"): globs}`` checked: ConfigError for anything else."""
-    from ..filters import globs
-
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise ConfigError(f"{what}: expected {{server name: [tool globs]}}, got {value!r}")
-    return {str(k): globs(patterns, f"{what}[{k!r}]") for k, patterns in value.items()}
-
-
-def ask_on_terminal(entry: ServerEntry) -> bool:
-    """A consent hook for interactive scripts: asks y/N on the terminal."""
-    what = "run" if entry.is_stdio else "connect to"
-    try:
-        answer = input(f"mcpsync: {what} server {entry.name!r} ({entry.describe()})? [y/N] ")
-    except EOFError:
-        return False
-    return answer.strip().lower() in ("y", "yes")
-
-
-@dataclass(frozen=True)
-class HostTool:
-    """One tool in the host's flat namespace."""
-
-    name: str  # what callers use: bare or qualified
-    server: str
-    tool: Any = field(repr=False)  # mcp_types.Tool
-    qualified: str = ""
-
-    @property
-    def tool_name(self) -> str:
-        """The name the server knows the tool by."""
-        return self.tool.name
-
-    @property
-    def description(self) -> str:
-        return getattr(self.tool, "description", None) or ""
-
-
-@dataclass(frozen=True)
-class ServerStatus:
-    """What one entry is doing, for reports (``mcpsync smoke``) and notebooks."""
-
-    name: str
-    state: str
-    transport: str
-    target: str
-    protocol_version: str | None
-    server_info: Any
-    tools: int | None
-    seconds: float | None
-    error: BaseException | None
-    lazy: bool
-
-    @property
-    def ok(self) -> bool:
-        return self.state in (READY, IDLE, DISABLED) and self.error is None
-
-
-class _Server:
-    """Per-entry state; fields change only under ``lock``."""
-
-    def __init__(self, name: str, entry: ServerEntry | None, error: BaseException | None) -> None:
-        self.name = name
-        self.entry = entry
-        self.lock = threading.Lock()
-        self.done = threading.Event()  # set when a bring-up finished (either way)
-        self.session: Any = None
-        self.error: BaseException | None = error
-        self.tools_error: BaseException | None = None
-        self.consent: bool | None = None
-        self.seconds: float | None = None
-        self.thread: threading.Thread | None = None
-        self.transport: Any = None  # a stdio transport the host made, while bring-up runs
-        if entry is None:
-            self.state = FAILED
-            self.done.set()
-        elif entry.disabled:
-            self.state = DISABLED
-            self.done.set()
-        else:
-            self.state = IDLE
-
-
-def _kill_leftover(transport: Any) -> None:
-    """Safety net: a transport closed by the host just before it spawned its process."""
-    transport.kill()  # StdioTransport: the process and its group, at once
-
-
-def _default_connect(**kwargs: Any) -> Any:
-    from ..session import Session  # late: the session layer sits above config/host imports
-
-    return Session.connect(**kwargs)
-
-
-class Host:
+class Host(_ToolRouting):
     """Holds one session per config entry; routes tool calls across them.
 
     ``config`` is a path to an ``mcp.json``-style file, a dict, a loaded
@@ -606,102 +501,3 @@ class Host:
                 )
             )
         return rows
-
-    # ------------------------------------------------------------------ tools
-
-    def _ready_servers(self) -> list[_Server]:
-        for s in self._servers.values():
-            self._check_alive(s)
-        return [s for s in self._servers.values() if s.state == READY and s.session is not None]
-
-    def _rebuild(self) -> dict[str, HostTool]:
-        with self._ns_lock:
-            per_server: list[tuple[str, list[Any]]] = []
-            for s in self._ready_servers():
-                try:
-                    tools = list(s.session.list_tools())
-                    s.tools_error = None
-                except CapabilityError:
-                    tools = []
-                except MCPSyncError as exc:
-                    s.tools_error = exc
-                    tools = []
-                per_server.append((s.name, tools))
-            offered = {name: {t.name for t in tools} for name, tools in per_server}
-            for bare, owner in list(self._owners.items()):
-                if bare not in offered.get(owner, ()):
-                    del self._owners[bare]  # the owner is gone or dropped the tool
-            for name, tools in per_server:  # config order
-                for t in tools:
-                    self._owners.setdefault(t.name, name)
-            routes: dict[str, HostTool] = {}
-            for name, tools in per_server:
-                for t in tools:
-                    q = qualified_name(name, t.name, self._separator)
-                    exposed = t.name if self._owners.get(t.name) == name else q
-                    routes[exposed] = HostTool(name=exposed, server=name, tool=t, qualified=q)
-            listed = dict(routes)
-            for ht in listed.values():
-                routes.setdefault(ht.qualified, ht)
-            self._routes = routes
-            return listed
-
-    def list_tools(self, *, include_lazy: bool = False) -> list[HostTool]:
-        """Every tool of every server that is up, each under its exposed name (config order).
-
-        With ``include_lazy=True`` lazy servers are brought up first (consent permitting).
-        """
-        self._check_open()
-        if include_lazy:
-            self.connect_all()
-        return list(self._rebuild().values())
-
-    def resolve(self, name: str) -> HostTool:
-        """Which server and tool a (bare or qualified) name routes to.
-
-        An unknown name brings up idle lazy servers (consent permitting) before giving up.
-        """
-        self._check_open()
-        ht = self._rebuild_if_needed(name)
-        if ht is None and any(s.state == IDLE for s in self._servers.values()):
-            self.connect_all()
-            ht = self._rebuild_if_needed(name, force=True)
-        if ht is None:
-            known = sorted(self._routes_listed())
-            hint = (
-                f"; tools: {', '.join(known[:20])}{' ...' if len(known) > 20 else ''}"
-                if known
-                else ""
-            )
-            down = [n for n, s in self._servers.items() if s.state in (FAILED, REFUSED)]
-            if down:
-                hint += f"; servers not up: {', '.join(down)}"
-            raise UnknownTool(f"no tool named {name!r}{hint}")
-        return ht
-
-    def _routes_listed(self) -> list[str]:
-        with self._ns_lock:
-            return [n for n, ht in self._routes.items() if ht.name == n]
-
-    def _rebuild_if_needed(self, name: str, force: bool = False) -> HostTool | None:
-        with self._ns_lock:
-            if force or name not in self._routes:
-                self._rebuild()
-            return self._routes.get(name)
-
-    def call_tool(
-        self, name: str, arguments: Mapping[str, Any] | None = None, **kwargs: Any
-    ) -> Any:
-        """Call a tool by its namespace name on the session that owns it (blocking).
-
-        ``kwargs`` go to ``Session.call_tool`` (``timeout``, ``on_progress``).
-        """
-        ht = self.resolve(name)
-        return self.session(ht.server).call_tool(ht.tool_name, arguments, **kwargs)
-
-    def submit_call_tool(
-        self, name: str, arguments: Mapping[str, Any] | None = None, **kwargs: Any
-    ) -> Future:
-        """Like :meth:`call_tool` but returns a ``concurrent.futures.Future``."""
-        ht = self.resolve(name)
-        return self.session(ht.server).submit_call_tool(ht.tool_name, arguments, **kwargs)
