@@ -80,7 +80,7 @@ def test_concurrent_writers_lose_nothing(tmp_path):
             s = FileTokenStore(path)  # separate instances: the file lock must serialize them
             for j in range(10):
                 s.set(f"k{i}-{j}", {"v": j})
-        except BaseException as exc:  # pragma: no cover - reported below
+        except BaseException as exc:  # noqa: BLE001  # pragma: no cover - reported below
             errors.append(exc)
 
     threads = [threading.Thread(target=writer, args=(i,), name=f"test-store-{i}") for i in range(4)]

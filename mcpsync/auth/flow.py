@@ -286,7 +286,7 @@ def client_assertion(client: ClientInfo, audience: str, *, lifetime: int = 300) 
         return jwt.encode(
             claims, client.private_key_pem, algorithm=client.signing_algorithm, headers=headers
         )
-    except Exception as exc:  # key errors: never echo the key
+    except Exception as exc:  # noqa: BLE001 - key errors: never echo the key
         raise ConfigError(
             f"cannot sign the client assertion with {client.signing_algorithm}: {type(exc).__name__}"
         ) from None
@@ -351,7 +351,7 @@ def _token_request(
         if exc.description:
             msg += f" ({str(exc.description)[:200]})"
         raise AuthError(redact(msg, secret_list)) from None
-    except Exception as exc:  # non-JSON garbage, missing fields, oauthlib warnings
+    except Exception as exc:  # noqa: BLE001 - non-JSON garbage, missing fields, oauthlib warnings
         raise AuthError(
             f"token request ({grant_type}) to {short(endpoint)} gave no usable token "
             f"(HTTP {r.status_code}, {type(exc).__name__})"

@@ -197,7 +197,7 @@ class LoopbackRedirect(RedirectHandler):
         if self.open_browser:
             try:
                 opened = webbrowser.open(authorization_url)
-            except Exception:  # a broken browser setup must not kill the flow
+            except Exception:  # noqa: BLE001 - a broken browser setup must not kill the flow
                 opened = False
         if opened:
             self.print_fn("Opened your browser to authorize mcpsync. If nothing appeared, open:")
