@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import os
+import signal
 import threading
 import time
 
 import psutil
 import pytest
+
+# A shell that starts the test command in the background (`cmd &` without job control)
+# leaves SIGINT ignored, and an ignored signal stays ignored across exec: neither this
+# process nor the servers and CLIs it spawns would see Ctrl-C, and the Ctrl-C tests would
+# test nothing. Put Python's handler back; children then start with the default action.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _children() -> set[int]:
