@@ -1,0 +1,152 @@
+"""One request in flight, and the helpers a close needs.
+
+Owns: ``Progress`` (one progress report), ``_Call`` (a request's deadlines, progress
+callback and outcome slots), ``_RequestFuture`` (the future ``Connection.request``
+returns), ``server_error`` (a JSON-RPC error object as the exception to raise), and
+``join_until``/``warn_alive`` (join threads until one shared deadline; name those left).
+Used by ``mcpsync.connection`` only; ``Progress`` is public there.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, InvalidStateError
+from typing import Any, NamedTuple
+
+from . import jsonrpc
+from .errors import ProtocolError, RequestCancelled, ServerError
+from .transports.base import Message
+
+__all__ = ["Progress", "join_until", "warn_alive", "server_error"]
+
+log = logging.getLogger("mcpsync")
+
+# concurrent.futures' states of a done future
+_DONE_STATES = frozenset({"CANCELLED", "CANCELLED_AND_NOTIFIED", "FINISHED"})
+_NEVER = float("inf")
+
+
+def join_until(threads: Any, deadline: float) -> list[threading.Thread]:
+    """Join ``threads`` until one shared ``deadline`` (``time.monotonic()``); the ones still
+    alive (the calling thread and never-started threads are skipped)."""
+    current = threading.current_thread()
+    alive = []
+    for thread in threads:
+        if thread is current or thread.ident is None:
+            continue
+        thread.join(timeout=max(deadline - time.monotonic(), 0.0))
+        if thread.is_alive():
+            alive.append(thread)
+    return alive
+
+
+def warn_alive(name: str, alive: list[threading.Thread], seconds: float) -> None:
+    """Log one warning naming the threads that outlived a close."""
+    if alive:
+        log.warning(
+            "mcpsync: %s: %d thread(s) still alive %.1f s after close: %s",
+            name,
+            len(alive),
+            seconds,
+            ", ".join(sorted(t.name for t in alive)),
+        )
+
+
+class Progress(NamedTuple):
+    """One progress report for a request in flight."""
+
+    progress: float
+    total: float | None = None
+    message: str | None = None
+
+
+class _Call:
+    """One request in flight: its deadlines, its progress callback, and where its outcome goes.
+
+    The outcome goes to ``future`` (``request()``), or, for a blocking ``call()``, into this
+    object's own slots (``finished``/``value``/``error``): the waiting caller then needs no
+    Future, no condition variable and no lock. Whoever pops the call from the pending table
+    settles it, so each call is settled once.
+    """
+
+    __slots__ = ("id", "method", "future", "on_progress", "timeout", "deadline", "hard_deadline", "reset",
+                 "finished", "value", "error", "event", "ordered", "parked")  # fmt: skip
+
+    def __init__(self, rid: int, method: str, future: Future[Any] | None) -> None:
+        self.id = rid
+        self.method = method
+        self.future = future
+        self.on_progress: Callable[[Progress], None] | None = None
+        self.timeout = _NEVER
+        self.deadline = _NEVER
+        self.hard_deadline = _NEVER
+        self.reset = False
+        self.finished = False
+        self.value: Any = None
+        self.error: BaseException | None = None
+        self.event: threading.Event | None = None  # set by a waiter that cannot read itself
+        #: settle behind the notifications queued before the reply (False: made on the dispatcher)
+        self.ordered = True
+        #: the reply, while it waits in the dispatch queue behind earlier notifications
+        self.parked: Message | None = None
+
+    def done(self) -> bool:
+        """Duck-typed like ``Future.done()`` for the transport's read loop."""
+        return self.finished if self.future is None else self.future.done()
+
+    def settle(self, value: Any, error: BaseException | None = None) -> bool:
+        """Record the outcome; False when it was settled (or cancelled) already."""
+        future = self.future
+        if future is not None:
+            try:
+                if error is None:
+                    future.set_result(value)
+                else:
+                    future.set_exception(error)
+            except InvalidStateError:
+                return False
+            return True
+        if self.finished:
+            return False
+        self.value, self.error = value, error
+        self.finished = True  # after value/error: a reader that sees this sees them
+        event = self.event  # read after `finished` (the waiter sets event, then checks finished)
+        if event is not None:
+            event.set()
+        return True
+
+
+class _RequestFuture(Future):  # type: ignore[type-arg]
+    """The future of one request: ``cancel()`` retires it and tells the server."""
+
+    _mcpsync_call: _Call
+    _connection: Any  # the Connection (not imported: it imports this module)
+
+    def done(self) -> bool:
+        # Read without the condition lock (callers poll this in their read loop); a
+        # stale answer only costs one more turn of that loop.
+        return self._state in _DONE_STATES  # type: ignore[attr-defined]
+
+    def cancel(self) -> bool:
+        if not super().cancel():
+            return False
+        self._connection._on_cancelled(self._mcpsync_call)
+        return True
+
+
+def server_error(error: Any, method: str) -> BaseException:
+    if not isinstance(error, dict):
+        return ProtocolError(f"malformed error in response to {method}: {error!r}")
+    code = error.get("code")
+    message = error.get("message", "")
+    if code == -32800:  # the server cancelled the request (REQUEST_CANCELLED in some SDKs)
+        return RequestCancelled(f"{method} was cancelled by the server: {message}")
+    return ServerError(
+        code if isinstance(code, int) else jsonrpc.INTERNAL_ERROR,
+        str(message),
+        error.get("data"),
+        method=method,
+    )
