@@ -110,6 +110,7 @@ def racing(threads: int, calls: int) -> None:
     start = time.monotonic()
     lost = misrouted = timeouts = cancelled = 0
     lock = threading.Lock()
+    errors: list[str] = []
     with mcpsync.Session.connect(SERVER, connect_timeout=30) as s:
 
         def work(t: int) -> None:
@@ -134,9 +135,10 @@ def racing(threads: int, calls: int) -> None:
                 except mcpsync.RequestTimeout:
                     with lock:
                         timeouts += 1
-                except mcpsync.MCPSyncError:
+                except mcpsync.MCPSyncError as exc:
                     with lock:
                         lost += 1
+                        errors.append(f"{type(exc).__name__}: {exc}")
 
         with ThreadPoolExecutor(threads) as pool:
             list(pool.map(work, range(threads)))
@@ -148,6 +150,8 @@ def racing(threads: int, calls: int) -> None:
         f"{threads}x{calls}: lost {lost}, misrouted {misrouted}, pending {pending}, "
         f"timeouts {timeouts}, cancels {cancelled} in {time.monotonic() - start:.1f} s",
     )
+    for line in errors[:5]:
+        print(f"         lost: {line}")
 
 
 def main() -> int:

@@ -41,6 +41,7 @@ from .errors import (
     SessionClosed,
     TransportError,
     VersionMismatch,
+    WriteTimeout,
 )
 from .filters import ToolExcluded
 from .host import ConsentDenied, Host, HostTool, ServerStatus, UnknownTool, ask_on_terminal
@@ -77,6 +78,7 @@ __all__ = [
     "ProtocolError",
     "RequestCancelled",
     "RequestTimeout",
+    "WriteTimeout",
     "ServerError",
     "ServerExited",
     "SessionClosed",

@@ -27,6 +27,7 @@ __all__ = [
     "VersionMismatch",
     "CapabilityError",
     "RequestTimeout",
+    "WriteTimeout",
     "RequestCancelled",
     "ServerError",
     "SessionClosed",
@@ -129,6 +130,12 @@ class CapabilityError(MCPSyncError):
 
 class RequestTimeout(MCPSyncError, TimeoutError):
     """No response within the request's timeout; the server was sent a cancellation."""
+
+
+class WriteTimeout(RequestTimeout, TransportError):
+    """The server did not take the request off its input in time (a stdio server that stopped
+    reading stdin): the call's timeout ran out while writing. Both a ``RequestTimeout`` (and so
+    a ``TimeoutError``) and a ``TransportError``."""
 
 
 class RequestCancelled(MCPSyncError):

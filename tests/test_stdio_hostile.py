@@ -120,7 +120,7 @@ def test_a_write_to_a_server_that_stopped_reading_is_bounded(no_leaks):
         assert text(s.call_tool("stop_reading", {})) == "not reading any more"
         big = "x" * (1024 * 1024)  # far more than a pipe holds
         started = time.monotonic()
-        with pytest.raises((mcpsync.RequestTimeout, mcpsync.TransportError)):
+        with pytest.raises(mcpsync.RequestTimeout):  # the call's own timeout, while writing
             s.call_tool("echo", {"message": big}, timeout=2)
         assert time.monotonic() - started < 4, "the write was not bounded by the call's timeout"
         # A second writer waits for the first one's bound, not forever; close() from another
@@ -148,6 +148,43 @@ def test_a_write_to_a_server_that_stopped_reading_is_bounded(no_leaks):
         assert outcome and isinstance(outcome[0], mcpsync.MCPSyncError)
     finally:
         s.close()
+
+
+def test_a_write_that_waits_out_its_timeout_behind_another_is_a_request_timeout(no_leaks):
+    """A call whose whole timeout passes while another call's write holds the pipe failed
+    as a plain TransportError before (as if the session were broken): it is a timeout."""
+    transport = StdioTransport([*HOSTILE], shutdown_timeout=0.5)
+    s = mcpsync.Session.connect(transport, era="legacy", timeout=20)
+    try:
+        assert text(s.call_tool("stop_reading", {})) == "not reading any more"
+        big = "x" * (1024 * 1024)
+        outcome: list[BaseException] = []
+
+        def first_writer() -> None:
+            try:
+                s.call_tool("echo", {"message": big}, timeout=5)
+            except BaseException as exc:  # noqa: BLE001 - checked below
+                outcome.append(exc)
+
+        first = threading.Thread(target=first_writer)
+        first.start()
+        deadline = time.monotonic() + 10
+        while not transport._write_lock.locked() and time.monotonic() < deadline:  # noqa: SLF001
+            threading.Event().wait(0.01)
+        for _ in range(5):  # whichever ends first, the wait for the pipe or the call's timer
+            with pytest.raises(mcpsync.RequestTimeout):
+                s.call_tool("echo", {"message": "small"}, timeout=0.05)
+        first.join(10)
+        assert not first.is_alive()
+        assert outcome and isinstance(outcome[0], mcpsync.RequestTimeout), outcome
+    finally:
+        s.close()
+
+
+def test_write_timeout_is_both_a_timeout_and_a_transport_error():
+    exc = mcpsync.WriteTimeout("server 'x' did not read its stdin within 1 s")
+    assert isinstance(exc, mcpsync.RequestTimeout | TimeoutError)
+    assert isinstance(exc, mcpsync.TransportError | ConnectionError)
 
 
 def _grandchild_pid(transport: StdioTransport) -> int:

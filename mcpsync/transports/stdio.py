@@ -54,7 +54,7 @@ from _thread import get_ident
 from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
-from ..errors import ConfigError, ServerExited, TransportError
+from ..errors import ConfigError, ServerExited, TransportError, WriteTimeout
 from ..jsonrpc import encode
 from .base import Features, Message, OnClose, OnError, OnMessage, Transport
 from .child import DEFAULT_INHERITED_ENV, ChildProcess, default_environment
@@ -207,10 +207,11 @@ class StdioTransport(ChildProcess, LineFramer, Transport):
             guard.depth += 1
             guard.current = self  # (left set after: a stale one only gets a spare wake-up)
         lock = self._write_lock
+        dead: ServerExited | None = None
         try:
             bound = self.write_timeout if timeout is None else timeout
             if not lock.acquire(False) and not lock.acquire(timeout=max(bound, 0.0)):
-                raise TransportError(
+                raise WriteTimeout(
                     f"server {self.name!r} did not read its stdin within {bound:g} s "
                     "(another write is still waiting)"
                 )
@@ -221,7 +222,7 @@ class StdioTransport(ChildProcess, LineFramer, Transport):
                 if self._owed:  # finish the message a timed-out write left half-written
                     self._owed = self._write_rest(self._owed, bound)
                     if self._owed:
-                        raise TransportError(
+                        raise WriteTimeout(
                             f"server {self.name!r} did not read its stdin within {bound:g} s"
                         )
                 try:
@@ -234,15 +235,18 @@ class StdioTransport(ChildProcess, LineFramer, Transport):
                         if len(rest) < len(data):
                             self._owed = rest  # the server has part of it: it goes first
                         if not (main and _GUARD.pending):  # Ctrl-C: its interrupt follows
-                            raise TransportError(
+                            raise WriteTimeout(
                                 f"server {self.name!r} did not read its stdin within {bound:g} s"
                             )
             except (BrokenPipeError, ValueError, OSError) as exc:
                 if isinstance(exc, TransportError):
                     raise
-                raise self._exit_error("server stopped reading its stdin") from exc
+                dead = self._exit_error("server stopped reading its stdin")
+                raise dead from exc
             finally:
                 lock.release()
+                if dead is not None:  # nothing can be sent any more: the session ends now,
+                    self._report_close(dead)  # not when the reader gets to the EOF
         finally:
             if main:
                 guard.depth -= 1
