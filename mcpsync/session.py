@@ -47,6 +47,7 @@ from .protocol import UNSET, Agreement, CallOptions, Derived, Era, Interest, Not
 from .protocol import pages as _pages
 from .protocol.choose import DEFAULT_CACHES, Caches, bring_up, resolve_era, server_identity
 from .transports.base import Transport
+from .transports.select import candidates as select_transports
 
 if TYPE_CHECKING:
     import requests
@@ -172,27 +173,11 @@ class Session:
         started = time.perf_counter()
         # one deadline for the whole bring-up: probe, initialize, fallbacks and restarts
         deadline = time.monotonic() + connect_timeout if connect_timeout is not None else None
-        if isinstance(target, Transport):
-            name = name or getattr(target, "name", None) or target.kind
-            candidates: list[Callable[[], Transport]] = [lambda: target]  # type: ignore[list-item]
-        elif isinstance(target, str) and "://" in target:
-            name = name or target.split("://", 1)[1].split("/", 1)[0]
-            candidates = _http_candidates(
-                target, transport, deadline, name=name, headers=headers, http_session=http_session,
-                auth=auth, timeout=timeout, connect_timeout=connect_timeout,
-            )  # fmt: skip
-        elif isinstance(target, (list, tuple)) and target and transport in ("auto", "stdio"):
-            from .transports.stdio import StdioTransport
-
-            argv = list(target)
-            name = name or command_name(argv)  # the package or script, not "node"
-            candidates = [
-                lambda: StdioTransport(argv, env=env, cwd=cwd, inherit_env=inherit_env, name=name)
-            ]
-        else:
-            raise ConfigError(
-                f"cannot connect to {target!r}: give a URL, a command as a list of arguments, or a Transport"
-            )
+        name, candidates = select_transports(
+            target, transport=transport, deadline=deadline, name=name, argv_name=command_name,
+            env=env, cwd=cwd, inherit_env=inherit_env, headers=headers, http_session=http_session,
+            auth=auth, timeout=timeout, connect_timeout=connect_timeout,
+        )  # fmt: skip
         resolve_era(era, protocol_version)  # ConfigError before anything starts
         tool_filter = NameFilter.of(include_tools, exclude_tools)
         server_key, credential_key = server_identity(
@@ -739,36 +724,3 @@ def _explain_bringup_failure(error: BaseException, transport: Transport) -> None
             extra.append("--- last stderr lines ---\n" + tail)
     if extra and error.args and isinstance(error.args[0], str):
         error.args = ("\n".join([error.args[0], *extra]), *error.args[1:])
-
-
-def _http_candidates(
-    url: str, transport: str, deadline: float | None, **options: Any
-) -> list[Callable[[], Transport]]:
-    """Transports to try for a URL, in order (Streamable HTTP, then legacy SSE).
-
-    ``deadline``: the bring-up's (``time.monotonic()``); the legacy SSE fallback's wait
-    for its ``endpoint`` event gets what is left of it, not a whole ``connect_timeout``.
-    """
-
-    def streamable() -> Transport:
-        from .transports.streamable_http import StreamableHTTPTransport
-
-        return StreamableHTTPTransport(url, **options)
-
-    def legacy() -> Transport:
-        from .transports.legacy_sse import LegacySSETransport
-
-        left = dict(options)
-        if deadline is not None:
-            left["connect_timeout"] = max(deadline - time.monotonic(), 0.001)
-        return LegacySSETransport(url, **left)
-
-    if transport in ("streamable-http", "http"):
-        return [streamable]
-    if transport == "sse":
-        return [legacy]
-    if transport != "auto":
-        raise ConfigError(
-            f"transport {transport!r} does not fit a URL; use 'streamable-http' or 'sse'"
-        )
-    return [streamable, legacy]

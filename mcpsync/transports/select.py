@@ -11,6 +11,7 @@ for ``requests`` when only stdio is used (and the other way round).
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -37,7 +38,7 @@ def stdio_transport(
     argv: Sequence[str],
     *,
     env: Mapping[str, str] | None = None,
-    cwd: str | None = None,
+    cwd: str | os.PathLike[str] | None = None,
     inherit_env: bool = False,
     name: str | None = None,
 ) -> Transport:
@@ -89,7 +90,7 @@ def candidates(
     name: str | None = None,
     argv_name: Callable[[list[str]], str] | None = None,
     env: Mapping[str, str] | None = None,
-    cwd: str | None = None,
+    cwd: str | os.PathLike[str] | None = None,
     inherit_env: bool = False,
     **http_options: Any,
 ) -> tuple[str, list[Factory]]:
