@@ -12,10 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import display
-from ..errors import (
-    CapabilityError,
-    MCPSyncError,
-)
+from ..errors import CapabilityError, MCPSyncError
 from .arguments import DEMO_ARGV, EXIT_ERROR, EXIT_OK, PROG, UsageError, _json_object, _parse_pairs
 from .output import _dump
 from .targets import Target, _apply_timeouts, _connect

@@ -10,10 +10,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from .. import display
-from ..config import (
-    default_config_paths,
-    load_config,
-)
+from ..config import default_config_paths, load_config
 from .arguments import UsageError, _json_object, _parse_pairs
 from .commands import _indent, _ms
 

@@ -10,17 +10,8 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..config import (
-    ServerEntry,
-    command_name,
-    load_config,
-    oauth_for_entry,
-    parse_entry,
-)
-from ..errors import (
-    CapabilityError,
-    ConfigError,
-)
+from ..config import ServerEntry, command_name, load_config, oauth_for_entry, parse_entry
+from ..errors import CapabilityError, ConfigError
 from .arguments import ConnectFailed, UsageError, _parse_headers, _parse_pairs
 
 if TYPE_CHECKING:

@@ -47,13 +47,7 @@ command line). Every public name is importable from here.
 from __future__ import annotations
 
 from .entries import TRANSPORTS as TRANSPORTS
-from .entries import (
-    AuthSettings,
-    Config,
-    ConfigEntryError,
-    InputSpec,
-    ServerEntry,
-)
+from .entries import AuthSettings, Config, ConfigEntryError, InputSpec, ServerEntry
 from .entries import InputResolver as InputResolver
 from .jsonc import parse_jsonc
 from .load import default_config_paths, load_config, oauth_for_entry

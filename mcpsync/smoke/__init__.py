@@ -54,9 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import Config, ConfigEntryError, ServerEntry, load_config
-from ..errors import (
-    ConfigError,
-)
+from ..errors import ConfigError
 from .executors import _close_active, _run_all, stop_process_pool, worker_initializer
 from .junit import write_junit_xml
 from .results import (

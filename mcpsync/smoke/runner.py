@@ -13,11 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..config import ServerEntry
-from ..errors import (
-    AuthError,
-    CapabilityError,
-    MCPSyncError,
-)
+from ..errors import AuthError, CapabilityError, MCPSyncError
 from .results import CallResult, EntryResult, _error_text, classify
 
 __all__ = ["SmokeOptions", "run_entry"]
