@@ -50,12 +50,12 @@ from typing import Any
 
 from . import jsonrpc
 from ._calls import _NEVER, Progress, _Call, _RequestFuture, join_until, server_error, warn_alive
+from ._served import ServerRequests
 from .errors import (
     MCPSyncError,
     ProtocolError,
     RequestCancelled,
     RequestTimeout,
-    ServerError,
     SessionClosed,
     SessionExpired,
     TransportError,
@@ -135,9 +135,13 @@ class Connection:
         self._timer = threading.Thread(
             target=self._timer_loop, name=f"mcpsync-timer[{name}]", daemon=True
         )
-        self._handler_slots = threading.BoundedSemaphore(max_concurrent_handlers)
-        self._handler_threads: set[threading.Thread] = set()
-        self._incoming_cancelled: set[Any] = set()
+        self._served = ServerRequests(
+            name,
+            lambda: self.request_handlers,
+            lambda message: self.transport.send(message),
+            lambda: self._closed,
+            max_concurrent_handlers,
+        )
         self._reinit_lock = threading.Lock()
         #: the transport's "read in the calling thread" hook (stdio), set by start()
         self._pump: Callable[[Any, float], None] | None = None
@@ -459,7 +463,7 @@ class Connection:
             else:
                 self._resolve(call, message)
         elif "id" in message:
-            self._on_server_request(message)
+            self._served.on_request(message)
         else:
             self._enqueue(message)
 
@@ -544,7 +548,7 @@ class Connection:
             if method == "notifications/progress":
                 self._on_progress(params)
             elif method == "notifications/cancelled":
-                self._incoming_cancelled.add(params.get("requestId"))
+                self._served.cancelled.add(params.get("requestId"))
             elif self.notification_handler is not None:
                 self.notification_handler(method, params)
         except Exception:
@@ -561,63 +565,6 @@ class Connection:
         )
 
     # -- server-to-client requests -----------------------------------------------------
-
-    def _on_server_request(self, message: Message) -> None:
-        method = message.get("method")
-        rid = message.get("id")
-        handler = self.request_handlers.get(method)  # type: ignore[arg-type]
-        if method == "ping":
-            self._reply(rid, {})
-        elif handler is None:
-            self._reply_error(rid, jsonrpc.METHOD_NOT_FOUND, f"client does not handle {method!r}")
-        elif not self._handler_slots.acquire(blocking=False):
-            self._reply_error(
-                rid, jsonrpc.INTERNAL_ERROR, "client is busy: too many server requests at once"
-            )
-        else:
-            thread = threading.Thread(
-                target=self._run_handler,
-                args=(handler, message),
-                name=f"mcpsync-handler[{self.name}]",
-                daemon=True,
-            )
-            self._handler_threads.add(thread)
-            thread.start()
-
-    def _run_handler(self, handler: RequestHandler, message: Message) -> None:
-        rid = message.get("id")
-        try:
-            result = handler(message.get("params") or {})
-            if hasattr(result, "model_dump"):
-                result = result.model_dump(by_alias=True, exclude_none=True, mode="json")
-            if rid in self._incoming_cancelled:
-                self._incoming_cancelled.discard(rid)  # the server no longer wants an answer
-            else:
-                self._reply(rid, result if result is not None else {})
-        except ServerError as exc:
-            self._reply_error(rid, exc.code, exc.message, exc.data)
-        except Exception as exc:
-            log.exception("mcpsync: handler for %s failed", message.get("method"))
-            self._reply_error(
-                rid, jsonrpc.INTERNAL_ERROR, f"client handler failed: {type(exc).__name__}: {exc}"
-            )
-        finally:
-            self._handler_slots.release()
-            self._handler_threads.discard(threading.current_thread())
-
-    def _reply(self, rid: Any, result: Any) -> None:
-        self._send_quietly({"jsonrpc": "2.0", "id": rid, "result": result})
-
-    def _reply_error(self, rid: Any, code: int, message: str, data: Any = None) -> None:
-        self._send_quietly(jsonrpc.error_response(rid, code, message, data))
-
-    def _send_quietly(self, message: Message) -> None:
-        if self._closed:
-            return
-        try:
-            self.transport.send(message)
-        except MCPSyncError as exc:
-            log.warning("mcpsync: could not send to %s: %s", self.name, exc)
 
     # -- timeouts and cancellation ------------------------------------------------------
 
@@ -692,7 +639,7 @@ class Connection:
             self._timer_stop = True
             self._timer_cond.notify()
         started = time.monotonic()
-        threads = [self._dispatcher, self._timer, *list(self._handler_threads)]
+        threads = [self._dispatcher, self._timer, *list(self._served.threads)]
         if also is not None:
             threads += also()
         alive = join_until(threads, deadline)
