@@ -32,7 +32,7 @@ from ...errors import (
     RequestCancelled,
     ServerError,
 )
-from ...transports.http.headers import encode_header_value, header_declarations, param_headers
+from ...transports.http.headers import header_declarations, param_headers
 from ...versions import MODERN_VERSIONS
 from .. import Agreement, CallOptions, Convert, Era, Interest, settle
 from .cache import HINT_CACHE, HintCache
@@ -211,11 +211,10 @@ class ModernEra(Era):
 
     def _extra_headers(self, method: str, params: dict[str, Any] | None) -> dict[str, str]:
         """Per-request HTTP headers the transport cannot know: ``Mcp-Param-*`` of the tool's
-        ``x-mcp-header`` declarations, and ``Mcp-Name`` = taskId for the tasks methods."""
+        ``x-mcp-header`` declarations (``Mcp-Method``/``Mcp-Name``, the taskId of the tasks
+        methods included, are the transport's: ``transports.http.headers.mcp_name``)."""
         if not self.http or not params:
             return {}
-        if method.startswith("tasks/") and isinstance(params.get("taskId"), str):
-            return {"Mcp-Name": encode_header_value(params["taskId"])}
         if method != "tools/call":
             return {}
         decls = self._tool_headers.get(params.get("name"))  # type: ignore[arg-type]
