@@ -49,7 +49,16 @@ from concurrent.futures import wait as futures_wait
 from typing import Any
 
 from . import jsonrpc
-from ._calls import _NEVER, Progress, _Call, _RequestFuture, join_until, server_error, warn_alive
+from ._calls import (
+    _NEVER,
+    DeadlineTimer,
+    Progress,
+    _Call,
+    _RequestFuture,
+    join_until,
+    server_error,
+    warn_alive,
+)
 from ._served import ServerRequests
 from .errors import (
     MCPSyncError,
@@ -129,12 +138,8 @@ class Connection:
         self._dispatcher = threading.Thread(
             target=self._dispatch_loop, name=f"mcpsync-dispatch[{name}]", daemon=True
         )
-        self._timer_cond = threading.Condition()
-        self._timer_next = _NEVER
-        self._timer_stop = False
-        self._timer = threading.Thread(
-            target=self._timer_loop, name=f"mcpsync-timer[{name}]", daemon=True
-        )
+        self._deadlines = DeadlineTimer(name, self._pending, self._expire)
+        self._timer = self._deadlines.thread
         self._served = ServerRequests(
             name,
             lambda: self.request_handlers,
@@ -300,7 +305,7 @@ class Connection:
             call.timeout = timeout
             call.deadline = now + timeout
             call.hard_deadline = now + (max_timeout if max_timeout is not None else 10 * timeout)
-            self._schedule(call.deadline)
+            self._deadlines.schedule(call.deadline)
         # Mcp-Param-* headers for this request, for transports that take them (HTTP)
         extra = {"headers": headers} if headers else _NO_EXTRA
         try:
@@ -503,9 +508,7 @@ class Connection:
         self._fail_all(error or SessionClosed(f"connection to {self.name!r} was closed"))
         # Let the worker threads end by themselves; close() still joins them.
         self._notifications.put(_STOP)
-        with self._timer_cond:
-            self._timer_stop = True
-            self._timer_cond.notify()
+        self._deadlines.stop()
 
     def _fail_all(self, error: BaseException) -> None:
         while self._pending:
@@ -568,38 +571,6 @@ class Connection:
 
     # -- timeouts and cancellation ------------------------------------------------------
 
-    def _schedule(self, deadline: float) -> None:
-        # Unlocked first look (hot path); the timer re-scans at least once a second anyway.
-        if deadline < self._timer_next:
-            with self._timer_cond:
-                if deadline < self._timer_next:
-                    self._timer_next = deadline
-                    self._timer_cond.notify()
-
-    def _timer_loop(self) -> None:
-        cond = self._timer_cond
-        while True:
-            with cond:
-                if self._timer_stop:
-                    return
-                now = time.monotonic()
-                expired = []
-                earliest = _NEVER
-                for call in list(self._pending.values()):
-                    if call.deadline <= now:
-                        expired.append(call)
-                    elif call.deadline < earliest:
-                        earliest = call.deadline
-                # Sleep until the earliest deadline, at most a second. Requests whose
-                # deadline falls after that wake-up need not notify us (the hot path).
-                wake = min(earliest, now + 1.0)
-                self._timer_next = wake
-                if not expired:
-                    cond.wait(wake - now)
-                    continue
-            for call in expired:
-                self._expire(call)
-
     def _expire(self, call: _Call) -> bool:
         """Fail a call whose deadline passed (and tell the server); False if it left already."""
         if self._pending.pop(call.id, None) is None:
@@ -635,9 +606,7 @@ class Connection:
         """Stop the dispatch and timer threads and join them with the handler threads (and
         ``also()``), all until ``deadline``; the ones still alive, after a warning naming them."""
         self._notifications.put(_STOP)
-        with self._timer_cond:
-            self._timer_stop = True
-            self._timer_cond.notify()
+        self._deadlines.stop()
         started = time.monotonic()
         threads = [self._dispatcher, self._timer, *list(self._served.threads)]
         if also is not None:
