@@ -11,6 +11,7 @@ from __future__ import annotations
 import http.client
 import socket
 import ssl
+import threading
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 from urllib.parse import urljoin, urlsplit, urlunsplit
@@ -32,10 +33,12 @@ from ...errors import (
     TLSError,
 )
 from ...jsonrpc import excerpt, parse_json
+from ..base import Transport
 from .fastpool import _Buffered, _ConnectTimeout, _FastPool
 
 __all__ = [
     "HTTPClient",
+    "HTTPTransport",
     "Target",
     "translate_error",
     "safe_url",
@@ -451,3 +454,45 @@ def shutdown_response(response: Any) -> None:
             sock.shutdown(socket.SHUT_RDWR)
         except (OSError, ValueError):
             pass
+
+
+class HTTPTransport(Transport):
+    """What both HTTP transports share: one ``HTTPClient``, the target URL, the name and
+    the bounds, and the closing flag (reports of garbage are dropped once closing)."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None,
+        http_session: requests.Session | None,
+        auth: requests.auth.AuthBase | None,
+        timeout: float | None,
+        connect_timeout: float | None,
+        verify: bool | str | None,
+        cert: str | tuple[str, str] | None,
+        max_event_bytes: int,
+        name: str | None,
+        sse_read_timeout: float | None,
+    ) -> None:
+        self._http = HTTPClient(
+            url,
+            headers=headers,
+            http_session=http_session,
+            auth=auth,
+            connect_timeout=connect_timeout,
+            verify=verify,
+            cert=cert,
+        )
+        self.target = self._http.target
+        self.url = url
+        self.name = name or (urlsplit(url).hostname or "server")
+        self.timeout = timeout
+        self.connect_timeout = connect_timeout
+        self.max_event_bytes = max_event_bytes
+        self.sse_read_timeout = sse_read_timeout
+        self._closing = threading.Event()
+
+    def _report(self, error: BaseException) -> None:
+        if not self._closing.is_set():
+            super()._report(error)

@@ -21,7 +21,7 @@ import logging
 import threading
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urljoin
 
 import requests
 
@@ -33,10 +33,10 @@ from ...errors import (
     TransportError,
 )
 from ...jsonrpc import encode
-from ..base import Features, Message, OnClose, OnError, OnMessage, Transport
+from ..base import Features, Message, OnClose, OnError, OnMessage
 from .client import (
     ACCEPT_SSE,
-    HTTPClient,
+    HTTPTransport,
     Target,
     discard,
     read_error_body,
@@ -52,7 +52,7 @@ __all__ = ["LegacySSETransport"]
 log = logging.getLogger("mcpsync.http")
 
 
-class LegacySSETransport(Transport):
+class LegacySSETransport(HTTPTransport):
     """MCP over the 2024-11-05 HTTP+SSE transport: GET an event stream, POST to its endpoint."""
 
     kind = "sse"
@@ -78,29 +78,25 @@ class LegacySSETransport(Transport):
         each POST; ``connect_timeout`` also bounds the wait for the ``endpoint`` event;
         ``sse_read_timeout``: idle limit on the event stream (None: none; servers may be
         quiet for long)."""
-        self._http = HTTPClient(
+        super().__init__(
             url,
             headers=headers,
             http_session=http_session,
             auth=auth,
+            timeout=timeout,
             connect_timeout=connect_timeout,
             verify=verify,
             cert=cert,
+            max_event_bytes=max_event_bytes,
+            name=name,
+            sse_read_timeout=sse_read_timeout,
         )
-        self.target = self._http.target
-        self.url = url
-        self.name = name or (urlsplit(url).hostname or "server")
-        self.timeout = timeout
-        self.connect_timeout = connect_timeout
-        self.max_event_bytes = max_event_bytes
-        self.sse_read_timeout = sse_read_timeout
         self.endpoint: Target | None = None
         self._endpoint_ready = threading.Event()
         self._start_error: BaseException | None = None
         self._ended: BaseException | None = None
         self._response: Any = None
         self._reader: threading.Thread | None = None
-        self._closing = threading.Event()
         self._lock = threading.Lock()
         self._http_closed = False
         self._post_headers = {**self._http.headers, "Content-Type": "application/json"}
@@ -198,10 +194,6 @@ class LegacySSETransport(Transport):
             self._close_reported = True  # start() failed: the caller gets the exception instead
         if first_close:
             self._http.close()
-
-    def _report(self, error: BaseException) -> None:
-        if not self._closing.is_set():
-            super()._report(error)
 
     def _set_endpoint(self, data: bytes) -> None:
         text = data.decode("utf-8", "replace").strip()

@@ -33,7 +33,6 @@ import threading
 import time
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urlsplit
 
 import requests
 
@@ -47,10 +46,10 @@ from ...errors import (
 )
 from ...jsonrpc import decode, encode
 from ...versions import is_modern
-from ..base import Features, Message, OnClose, OnError, OnMessage, Transport
+from ..base import Features, Message, OnClose, OnError, OnMessage
 from .client import (
     ACCEPT_SSE,
-    HTTPClient,
+    HTTPTransport,
     Target,
     discard,
     read_error_body,
@@ -101,7 +100,7 @@ class _Stream:
         self.aborted = False
 
 
-class StreamableHTTPTransport(SessionLifecycle, Transport):
+class StreamableHTTPTransport(SessionLifecycle, HTTPTransport):
     """MCP over Streamable HTTP: one POST per message; JSON or SSE replies; GET back-channel."""
 
     kind = "streamable-http"
@@ -132,23 +131,20 @@ class StreamableHTTPTransport(SessionLifecycle, Transport):
         ``sse_read_timeout``: idle limit on the GET back-channel before it reconnects quietly;
         ``back_channel``: open the GET stream after initialization.
         """
-        self._http = HTTPClient(
+        super().__init__(
             url,
             headers=headers,
             http_session=http_session,
             auth=auth,
+            timeout=timeout,
             connect_timeout=connect_timeout,
             verify=verify,
             cert=cert,
+            max_event_bytes=max_event_bytes,
+            name=name,
+            sse_read_timeout=sse_read_timeout,
         )
-        self.target = self._http.target
-        self.url = url
-        self.name = name or (urlsplit(url).hostname or "server")
-        self.timeout = timeout
-        self.connect_timeout = connect_timeout
-        self.max_event_bytes = max_event_bytes
         self.max_reconnects = max_reconnects
-        self.sse_read_timeout = sse_read_timeout
         self.back_channel = back_channel
         self.session_id: str | None = None
         self.protocol_version: str | None = None
@@ -159,7 +155,6 @@ class StreamableHTTPTransport(SessionLifecycle, Transport):
         self._expired_id: str | None = None
         self._expiry_generation = 0
         self._streams: set[_Stream] = set()
-        self._closing = threading.Event()
         self._started = False
         self._get_thread: threading.Thread | None = None
         self._get_unsupported = False
@@ -345,12 +340,6 @@ class StreamableHTTPTransport(SessionLifecycle, Transport):
             safe_url(target.url),
         )
         self.target = target
-
-    # -- delivery ---------------------------------------------------------------------
-
-    def _report(self, error: BaseException) -> None:
-        if not self._closing.is_set():
-            super()._report(error)
 
     # -- SSE streams ---------------------------------------------------------------------
 
