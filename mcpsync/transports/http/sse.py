@@ -1,6 +1,8 @@
-"""Server-Sent Events parsing shared by the HTTP transports.
+"""Server-Sent Events shared by the HTTP transports: the parser and the one read loop.
 
-Owns: turning the bytes of a ``text/event-stream`` body into events, incrementally and in
+Owns: ``read_events`` (read a stream, report too-large events naming whose reply they
+were, skip priming events, decode, deliver), ``response_id`` (the id of a reply from its
+first bytes), and ``SSEParser``: turning the bytes of a ``text/event-stream`` body into events, incrementally and in
 linear time, following the WHATWG event-stream interpretation rules: lines end in CRLF,
 LF or CR; ``:`` starts a comment (keep-alives); ``data`` lines are joined with LF;
 ``id`` sets the last event id as soon as it is read, even in an event that is never
@@ -62,7 +64,7 @@ class EventTooLarge(Exception):
     """One event grew past the parser's limit; the parser skips it and goes on.
 
     ``head``: the first bytes (up to 256) of its data, so a caller can tell whose reply it
-    was (``streamable_http.response_id``).
+    was (``response_id`` below).
     """
 
     def __init__(self, size: int, limit: int, head: bytes = b"") -> None:
