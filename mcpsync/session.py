@@ -28,6 +28,7 @@ from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, Literal
 
 from . import _typed
+from ._serverlog import LOG_LEVELS, ServerLog
 from ._typed import typed_handler as _typed_handler
 from ._typed import types as _types
 from ._typed import validate as _validate
@@ -70,17 +71,6 @@ log = logging.getLogger("mcpsync")
 
 CLIENT_INFO = {"name": "mcpsync", "version": __version__}
 
-# Python logging levels for MCP (syslog) levels.
-_LOG_LEVELS = {
-    "debug": logging.DEBUG,
-    "info": logging.INFO,
-    "notice": logging.INFO,
-    "warning": logging.WARNING,
-    "error": logging.ERROR,
-    "critical": logging.CRITICAL,
-    "alert": logging.CRITICAL,
-    "emergency": logging.CRITICAL,
-}
 
 _UNSET: Any = UNSET
 
@@ -108,10 +98,7 @@ class Session:
         self._client_capabilities: dict[str, Any] = {}
         self._roots: Any = None
         self._on_log: Callable[[Any], None] | None = None
-        self._server_log = logging.getLogger(f"mcpsync.server.{name}")
-        # child loggers for server-chosen `logger` names: at most _MAX_SERVER_LOGGERS (a
-        # logging.Logger lives as long as the process); the rest log here with their name
-        self._server_loggers: dict[str, logging.Logger] = {}
+        self._server_log = ServerLog(name)  # notifications/message -> logging
         self._tools = ToolIndex()  # the tools last listed: output schemas, the legacy list cache
         self._interest = Interest()  # what the callbacks want to hear about
         self._caches: Caches = DEFAULT_CACHES  # era verdicts and cache hints
@@ -629,9 +616,9 @@ class Session:
 
     def set_logging_level(self, level: str) -> None:
         """Ask the server to send log messages at ``level`` and above."""
-        if level not in _LOG_LEVELS:
+        if level not in LOG_LEVELS:
             raise ConfigError(
-                f"unknown log level {level!r}; expected one of {', '.join(_LOG_LEVELS)}"
+                f"unknown log level {level!r}; expected one of {', '.join(LOG_LEVELS)}"
             )
         self._era.set_log_level(level)
 
@@ -687,23 +674,8 @@ class Session:
     def _on_log_message(self, params: dict[str, Any]) -> None:
         if self._on_log is not None:
             self._on_log(_validate("LoggingMessageNotificationParams", params))
-            return
-        level = _LOG_LEVELS.get(params.get("level", "info"), logging.INFO)
-        logger, data, name = self._server_log, params.get("data"), params.get("logger")
-        if name:
-            name = str(name)[:100]
-            child = self._server_loggers.get(name)
-            if child is None and len(self._server_loggers) < _MAX_SERVER_LOGGERS:
-                child = self._server_loggers[name] = self._server_log.getChild(name)
-            if child is not None:
-                logger = child
-            else:  # over the bound: the session's logger, the name in the text and `extra`
-                data = f"[{name}] {data}"
-        logger.log(level, "%s", data, extra={"mcp_logger": name})
-
-
-#: child loggers per session for server-chosen `logger` names (logging never frees a Logger)
-_MAX_SERVER_LOGGERS = 16
+        else:
+            self._server_log.route(params)
 
 
 def _explain_bringup_failure(error: BaseException, transport: Transport) -> None:
