@@ -128,6 +128,20 @@ def test_tool_class_exit_1_and_ok_exit_0(tmp_path: Path):
     assert p.returncode == 0, p.stdout + p.stderr
 
 
+def test_include_and_exclude_tools_on_the_command_line_replace_the_entries(tmp_path: Path):
+    cfg = write_config(
+        tmp_path / "mcp.json",
+        {"a": entry(tiny(tmp_path)), "b": entry(tiny(tmp_path), includeTools=["crash"])},
+    )
+    data = json.loads(run_cli(str(cfg), "--include-tools", "e*", "--json").stdout)
+    assert {s["name"]: s["tools"] for s in data["servers"]} == {"a": ["echo"], "b": ["echo"]}
+    data = json.loads(run_cli(str(cfg), "--exclude-tools", "crash", "--json").stdout)
+    tools = {s["name"]: s["tools"] for s in data["servers"]}
+    assert tools["a"] == ["echo", "fail", "typed"] and tools["b"] == []
+    report = mcpsync.smoke(cfg, include_tools=["typed"], exclude_tools=["x"])
+    assert [e.tools for e in report.entries] == [["typed"], ["typed"]]
+
+
 def test_text_report_shows_the_whole_error_below_the_table(tmp_path: Path):
     server = tiny(tmp_path)
     long_dir = tmp_path / ("a-rather-long-directory-name-" * 3)

@@ -63,6 +63,8 @@ def run_smoke(ns: argparse.Namespace, out: _Out) -> int:
             token_store=token_store,
             snapshot_dir=ns.snapshot,
             log_server_messages=not ns.quiet,
+            include_tools=ns.include_tools or (),
+            exclude_tools=ns.exclude_tools or (),
         )
     if ns.junit_xml:
         write_junit_xml(report, ns.junit_xml)

@@ -41,6 +41,7 @@ the package and callable: ``mcpsync.smoke(config)`` is :func:`smoke`.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import sys
@@ -113,6 +114,8 @@ def smoke(
     snapshot_dir: str | os.PathLike[str] | None = None,
     inputs: Any = None,
     log_server_messages: bool = False,
+    include_tools: Sequence[str] = (),
+    exclude_tools: Sequence[str] = (),
 ) -> SmokeReport:
     """Smoke-test every entry of ``config``; returns a :class:`SmokeReport` (never raises for an entry).
 
@@ -129,6 +132,8 @@ def smoke(
     ``listing``: keep each server's tools/resources/prompts (``EntryResult.listing``).
     ``snapshot_dir``: compare each listing with ``DIR/<entry>.json`` (written when absent);
     a difference is an entry failure of class ``drift``.
+    ``include_tools`` / ``exclude_tools``: tool name globs that replace every entry's
+    ``includeTools`` / ``excludeTools`` (as on the command line).
     """
     t0 = time.perf_counter()
     loaded = _config_of(config, inputs)
@@ -161,6 +166,12 @@ def smoke(
                 )
             )
             continue
+        if include_tools or exclude_tools:
+            entry = dataclasses.replace(
+                entry,
+                include_tools=tuple(include_tools) or entry.include_tools,
+                exclude_tools=tuple(exclude_tools) or entry.exclude_tools,
+            )
         if entry.disabled:
             slots.append(
                 EntryResult(
