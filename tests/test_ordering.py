@@ -93,8 +93,11 @@ def test_a_call_from_inside_a_notification_callback_does_not_deadlock(no_leaks):
         done = threading.Event()
 
         def on_change() -> None:
-            answers.append(s.call_tool("notify_before", {}, timeout=5).content[0].text)
-            done.set()
+            # Only the first time: the call below makes the server send list_changed again,
+            # which would run this callback again (and append again) while the test reads.
+            if not done.is_set():
+                answers.append(s.call_tool("notify_before", {}, timeout=5).content[0].text)
+                done.set()
 
         s.on_tools_changed(on_change)
         s.call_tool("notify_before", {})
