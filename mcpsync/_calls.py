@@ -2,8 +2,9 @@
 
 Owns: ``Progress`` (one progress report), ``_Call`` (a request's deadlines, progress
 callback and outcome slots), ``_RequestFuture`` (the future ``Connection.request``
-returns), ``DeadlineTimer`` (the ``mcpsync-timer[name]`` thread that expires calls), ``server_error`` (a JSON-RPC error object as the exception to raise), and
-``join_until``/``warn_alive`` (join threads until one shared deadline; name those left).
+returns), ``DeadlineTimer`` (the ``mcpsync-timer[name]`` thread that expires calls),
+``server_error`` and ``_Call.settle_reply`` (a response as the outcome to settle),
+``fail_all`` (every pending call at once), and ``join_until``/``warn_alive`` (join threads until one shared deadline; name those left).
 Used by ``mcpsync.connection`` only; ``Progress`` is public there.
 """
 
@@ -20,7 +21,7 @@ from . import jsonrpc
 from .errors import ProtocolError, RequestCancelled, ServerError
 from .transports.base import Message
 
-__all__ = ["DeadlineTimer", "Progress", "join_until", "warn_alive", "server_error"]
+__all__ = ["DeadlineTimer", "Progress", "fail_all", "join_until", "warn_alive", "server_error"]
 
 log = logging.getLogger("mcpsync")
 
@@ -117,6 +118,27 @@ class _Call:
         if event is not None:
             event.set()
         return True
+
+    def settle_reply(self, message: Message) -> None:
+        """Settle from the response ``message``: its result, its error, or neither."""
+        if "result" in message and message.get("error") is None:
+            self.settle(message["result"])
+        elif (error := message.get("error")) is not None:
+            self.settle(None, server_error(error, self.method))
+        else:
+            self.settle(
+                None, ProtocolError(f"response to {self.method} has neither result nor error")
+            )
+
+
+def fail_all(pending: dict[Any, _Call], error: BaseException) -> None:
+    """Settle every call still in the ``pending`` table with ``error``, emptying it."""
+    while pending:
+        try:
+            _, call = pending.popitem()
+        except KeyError:
+            break
+        call.settle(None, error)
 
 
 class _RequestFuture(Future):  # type: ignore[type-arg]

@@ -55,8 +55,8 @@ from ._calls import (
     Progress,
     _Call,
     _RequestFuture,
+    fail_all,
     join_until,
-    server_error,
     warn_alive,
 )
 from ._served import ServerRequests
@@ -187,7 +187,7 @@ class Connection:
             already = self._closed
             self._closed = True
         if not already:
-            self._fail_all(SessionClosed(f"session with {self.name!r} was closed"))
+            fail_all(self._pending, SessionClosed(f"session with {self.name!r} was closed"))
         try:
             self.transport.close()
         finally:
@@ -412,7 +412,7 @@ class Connection:
                         continue
                     parked = call.parked
                     if parked is not None:  # its reply waits behind a slow callback: bounded
-                        self._resolve(call, parked)
+                        call.settle_reply(parked)
                         continue
                     remaining = 0.01
             else:
@@ -466,7 +466,7 @@ class Connection:
             elif "result" in message and "error" not in message:
                 call.settle(message["result"])  # the hot path
             else:
-                self._resolve(call, message)
+                call.settle_reply(message)
         elif "id" in message:
             self._served.on_request(message)
         else:
@@ -476,16 +476,6 @@ class Connection:
         with self._queue_lock:
             self._queued += 1
             self._notifications.put(item)
-
-    def _resolve(self, call: _Call, message: Message) -> None:
-        if "result" in message and message.get("error") is None:
-            call.settle(message["result"])
-        elif (error := message.get("error")) is not None:
-            call.settle(None, server_error(error, call.method))
-        else:
-            call.settle(
-                None, ProtocolError(f"response to {call.method} has neither result nor error")
-            )
 
     def _on_wire_error(self, error: BaseException) -> None:
         if isinstance(error, ProtocolError):
@@ -505,18 +495,10 @@ class Connection:
                 return
             self._closed = True
             self._close_error = error
-        self._fail_all(error or SessionClosed(f"connection to {self.name!r} was closed"))
+        fail_all(self._pending, error or SessionClosed(f"connection to {self.name!r} was closed"))
         # Let the worker threads end by themselves; close() still joins them.
         self._notifications.put(_STOP)
         self._deadlines.stop()
-
-    def _fail_all(self, error: BaseException) -> None:
-        while self._pending:
-            try:
-                _, call = self._pending.popitem()
-            except KeyError:
-                break
-            call.settle(None, error)
 
     def _closed_error(self) -> BaseException:
         cause = self._close_error
@@ -542,7 +524,7 @@ class Connection:
 
     def _dispatch(self, message: Any) -> None:
         if isinstance(message, tuple):  # a response that waited for earlier notifications
-            self._resolve(*message)
+            message[0].settle_reply(message[1])
             self.transport.wakeup()  # the caller may be reading the transport itself
             return
         method = message.get("method")
@@ -566,8 +548,6 @@ class Connection:
         call.on_progress(
             Progress(params.get("progress", 0), params.get("total"), params.get("message"))
         )
-
-    # -- server-to-client requests -----------------------------------------------------
 
     # -- timeouts and cancellation ------------------------------------------------------
 

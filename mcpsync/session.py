@@ -27,9 +27,9 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, Literal
 
-from . import _typed
+from . import _bringup, _typed
+from ._bringup import BringUp
 from ._serverlog import LOG_LEVELS, ServerLog
-from ._typed import typed_handler as _typed_handler
 from ._typed import types as _types
 from ._typed import validate as _validate
 from ._version import __version__
@@ -38,15 +38,11 @@ from .connection import Connection, Progress
 from .errors import (
     CapabilityError,
     ConfigError,
-    HTTPStatusError,
-    MCPSyncError,
-    RequestTimeout,
-    ServerExited,
 )
 from .filters import NameFilter, ToolExcluded
 from .protocol import UNSET, Agreement, CallOptions, Derived, Era, Interest, NotReady, ToolIndex
 from .protocol import pages as _pages
-from .protocol.choose import DEFAULT_CACHES, Caches, bring_up, resolve_era, server_identity
+from .protocol.choose import DEFAULT_CACHES, Caches, resolve_era, server_identity
 from .transports.base import Transport
 from .transports.select import candidates as select_transports
 
@@ -75,7 +71,7 @@ CLIENT_INFO = {"name": "mcpsync", "version": __version__}
 _UNSET: Any = UNSET
 
 
-class Session:
+class Session(BringUp):
     """A live MCP session. Create it with ``Session.connect(...)``; close it with ``close()``."""
 
     def __init__(self, connection: Connection, *, name: str, strict: bool = True) -> None:
@@ -171,124 +167,30 @@ class Session:
             target, env=env, cwd=cwd, headers=headers, auth=auth
         )
 
-        info = dict(client_info or CLIENT_INFO)
-        last_error: BaseException | None = None
-        for position, make_transport in enumerate(candidates):
-            if position and deadline is not None and time.monotonic() >= deadline:
-                raise RequestTimeout(
-                    f"bring-up of {name!r} did not finish within connect_timeout={connect_timeout:g} s"
-                ) from last_error
-            t0 = time.perf_counter()
-            chosen = make_transport()
+        init_args = {"client_info": dict(client_info or CLIENT_INFO), "protocol_version": protocol_version,
+                     "timeout": connect_timeout, "era": era, "server_key": server_key,
+                     "credential_key": credential_key}  # fmt: skip
+
+        def prepare(chosen: Transport) -> Session:
             conn = Connection(chosen, name=name, default_timeout=timeout)
             session = cls(conn, name=name, strict=strict)
             session._install_handlers(sampling_handler, elicitation_handler, roots, on_log)
-            session._init_args = {"client_info": info, "protocol_version": protocol_version, "timeout": connect_timeout,
-                                  "era": era, "server_key": server_key, "credential_key": credential_key}  # fmt: skip
+            session._init_args = init_args  # _initialize copies it
             session._keep_alive = auth
             session._tool_filter = tool_filter
             session._caches = _caches or DEFAULT_CACHES
-            try:
-                conn.start()
-                session.phases["transport"] = time.perf_counter() - t0
-                session._initialize(deadline=deadline)
-            except HTTPStatusError as exc:
-                conn.close()
-                last_error = exc
-                if exc.status in (400, 404, 405) and len(candidates) > 1:
-                    log.info(
-                        "mcpsync: %s answered %s to initialize; trying legacy HTTP+SSE",
-                        name,
-                        exc.status,
-                    )
-                    continue
-                raise
-            except BaseException as exc:
-                conn.close()
-                if getattr(exc, "restart_legacy", False) and candidates.count(make_transport) == 1:
-                    # the server process died of the server/discover probe (old SDKs do):
-                    # start it once more; it is now remembered as legacy and gets initialize
-                    log.warning(
-                        "mcpsync: %s stopped after server/discover; starting it again", name
-                    )
-                    candidates.insert(position + 1, make_transport)
-                    last_error = exc
-                    continue
-                _explain_bringup_failure(exc, chosen)
-                raise
-            session._era.on_expired(session._reinitialize)
-            session.phases["total"] = time.perf_counter() - started
             return session
-        assert last_error is not None
-        raise last_error
 
-    def _initialize(self, era: str | None = None, deadline: float | None = None) -> None:
-        args = dict(self._init_args)
-        if era is not None:
-            args["era"] = era
-        auth_obj = self._keep_alive
-        auth_before = getattr(auth_obj, "flow_seconds", None)
-        paused = None
-        if auth_before is not None:  # an interactive authorization does not count against the bound
-            paused = lambda: auth_obj.flow_seconds or 0.0  # noqa: E731
-        self._era = era_impl = bring_up(
-            self._conn, interest=self._interest, tools=self._tools, keep_alive=self._keep_alive,
-            relist_tools=self._relist_tools, require=self._require, caches=self._caches,
-            capabilities=self._client_capabilities, deadline=deadline, paused=paused, **args,
-        )  # fmt: skip
-        handshake = era_impl.agreement
-        self._allowed = set()
-        self._handshake = handshake
-        self.era = handshake.era  # type: ignore[assignment]
-        self.era_reason = handshake.era_reason
-        seconds = handshake.seconds
-        if auth_before is not None:  # the auth dance ran inside the first POST: its own phase
-            spent = auth_obj.flow_seconds - auth_before
-            if spent > 0:
-                self.phases["auth"] = spent
-                seconds = max(seconds - spent, 0.0)
-        self.phases[era_impl.bringup_phase] = seconds
-        if handshake.probe_seconds is not None:
-            self.phases["probe"] = handshake.probe_seconds
+        session = _bringup.first_ready(
+            candidates, prepare, name=name, deadline=deadline, connect_timeout=connect_timeout
+        )
+        session._era.on_expired(session._reinitialize)
+        session.phases["total"] = time.perf_counter() - started
+        return session
 
     def _relist_tools(self) -> None:
         """The modern era's re-list after a header mismatch (-32020)."""
         self.list_tools(refresh=True)
-
-    def _reinitialize(self) -> None:
-        """The HTTP session expired: bring it up again with the same capabilities."""
-        log.warning("mcpsync: session with %s expired; initializing again", self.name)
-        self.reinitializations += 1
-        self._initialize(era="legacy")
-        self._tools.forget()
-
-    def _install_handlers(
-        self,
-        sampling_handler: Callable[[Any], Any] | None,
-        elicitation_handler: Callable[[Any], Any] | None,
-        roots: Sequence[Any] | Callable[[], Sequence[Any]] | None,
-        on_log: Callable[[Any], None] | None,
-    ) -> None:
-        """Handlers decide which client capabilities are advertised."""
-        caps: dict[str, Any] = {}
-        handlers = self._conn.request_handlers
-        if roots is not None:
-            self._roots = roots
-            caps["roots"] = {"listChanged": True}
-            handlers["roots/list"] = self._answer_roots
-        if sampling_handler is not None:
-            caps["sampling"] = {}
-            handlers["sampling/createMessage"] = _typed_handler(
-                sampling_handler, "CreateMessageRequestParams"
-            )
-        if elicitation_handler is not None:
-            caps["elicitation"] = {"form": {}, "url": {}}
-            handlers["elicitation/create"] = _typed_handler(
-                elicitation_handler, "ElicitRequestParams"
-            )
-        self._client_capabilities = caps
-        self._on_log = on_log
-        self._conn.notification_handler = self._on_notification
 
     # -- what bring-up agreed --------------------------------------------------------------
 
@@ -676,23 +578,3 @@ class Session:
             self._on_log(_validate("LoggingMessageNotificationParams", params))
         else:
             self._server_log.route(params)
-
-
-def _explain_bringup_failure(error: BaseException, transport: Transport) -> None:
-    """Add what the server printed to a bring-up error: lines it wrote to stdout that were
-    not JSON-RPC (a banner such as "Starting weather server on port 8000..." says why
-    nothing else came), and the stderr tail when the error does not carry it already
-    (``ServerExited`` does)."""
-    if not isinstance(error, MCPSyncError) or isinstance(error, ConfigError):
-        return
-    extra = []
-    noise = transport.stdout_noise()
-    if noise:
-        extra.append("--- the server wrote to stdout (not JSON-RPC) ---\n" + "\n".join(noise))
-    if not isinstance(error, ServerExited):
-        tail_of = getattr(transport, "stderr_tail", None)  # stdio only
-        tail = tail_of() if callable(tail_of) else ""
-        if tail:
-            extra.append("--- last stderr lines ---\n" + tail)
-    if extra and error.args and isinstance(error.args[0], str):
-        error.args = ("\n".join([error.args[0], *extra]), *error.args[1:])

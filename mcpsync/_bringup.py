@@ -1,0 +1,184 @@
+"""Bring-up of a Session over the transports its target selected, one after another.
+
+Owns: ``BringUp``, the Session's bring-up half (a mixin over the Session's declared state:
+the handlers installed, one era brought up by ``protocol.choose.bring_up`` and what it
+agreed recorded, the re-initialization after an HTTP session expired); the loop ``Session.connect`` runs over the candidate transports (start, handshake,
+unwind on failure, the legacy HTTP+SSE fallback after 400/404/405, the one restart of a
+server that died of the ``server/discover`` probe, the shared ``connect_timeout``) and
+the words added to a bring-up error (what the server printed instead of JSON-RPC). It
+never imports the Session: the loop is handed a ``prepare(transport)`` that builds one.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from . import _offer
+from .connection import Connection
+from .errors import ConfigError, HTTPStatusError, MCPSyncError, RequestTimeout, ServerExited
+from .protocol import Agreement, Era, Interest, ToolIndex
+from .protocol.choose import Caches, bring_up
+from .transports.base import Transport
+
+__all__ = ["BringUp", "explain_failure", "first_ready"]
+
+log = logging.getLogger("mcpsync")
+
+
+class BringUp:
+    """The bring-up half of ``Session``: the state it declares is the Session's own."""
+
+    name: str
+    phases: dict[str, float]
+    era: Any
+    era_reason: str
+    reinitializations: int
+    _conn: Connection
+    _era: Era
+    _handshake: Agreement | None
+    _allowed: set[str]
+    _init_args: dict[str, Any]
+    _keep_alive: Any
+    _client_capabilities: dict[str, Any]
+    _roots: Any
+    _on_log: Callable[[Any], None] | None
+    _tools: ToolIndex
+    _interest: Interest
+    _caches: Caches
+
+    if TYPE_CHECKING:
+
+        def _relist_tools(self) -> None: ...
+        def _require(self, method: str) -> None: ...
+        def _answer_roots(self, params: dict[str, Any]) -> dict[str, Any]: ...
+        def _on_notification(self, method: str, params: dict[str, Any]) -> None: ...
+
+    def _initialize(self, era: str | None = None, deadline: float | None = None) -> None:
+        args = dict(self._init_args)
+        if era is not None:
+            args["era"] = era
+        auth_obj = self._keep_alive
+        auth_before = getattr(auth_obj, "flow_seconds", None)
+        paused = None
+        if auth_before is not None:  # an interactive authorization does not count against the bound
+            paused = lambda: auth_obj.flow_seconds or 0.0  # noqa: E731
+        self._era = era_impl = bring_up(
+            self._conn, interest=self._interest, tools=self._tools, keep_alive=self._keep_alive,
+            relist_tools=self._relist_tools, require=self._require, caches=self._caches,
+            capabilities=self._client_capabilities, deadline=deadline, paused=paused, **args,
+        )  # fmt: skip
+        handshake = era_impl.agreement
+        self._allowed = set()
+        self._handshake = handshake
+        self.era = handshake.era
+        self.era_reason = handshake.era_reason
+        seconds = handshake.seconds
+        if auth_before is not None:  # the auth dance ran inside the first POST: its own phase
+            spent = auth_obj.flow_seconds - auth_before
+            if spent > 0:
+                self.phases["auth"] = spent
+                seconds = max(seconds - spent, 0.0)
+        self.phases[era_impl.bringup_phase] = seconds
+        if handshake.probe_seconds is not None:
+            self.phases["probe"] = handshake.probe_seconds
+
+    def _reinitialize(self) -> None:
+        """The HTTP session expired: bring it up again with the same capabilities."""
+        log.warning("mcpsync: session with %s expired; initializing again", self.name)
+        self.reinitializations += 1
+        self._initialize(era="legacy")
+        self._tools.forget()
+
+    def _install_handlers(
+        self,
+        sampling_handler: Callable[[Any], Any] | None,
+        elicitation_handler: Callable[[Any], Any] | None,
+        roots: Sequence[Any] | Callable[[], Sequence[Any]] | None,
+        on_log: Callable[[Any], None] | None,
+    ) -> None:
+        """Handlers decide which client capabilities are advertised."""
+        self._roots = roots
+        answer_roots = self._answer_roots if roots is not None else None
+        handlers = self._conn.request_handlers
+        self._client_capabilities = _offer.install(
+            handlers, sampling_handler, elicitation_handler, answer_roots
+        )
+        self._on_log = on_log
+        self._conn.notification_handler = self._on_notification
+
+
+S = TypeVar("S", bound=BringUp)
+
+
+def first_ready(
+    candidates: list[Callable[[], Transport]],
+    prepare: Callable[[Transport], S],
+    *,
+    name: str,
+    deadline: float | None,
+    connect_timeout: float | None,
+) -> S:
+    """The first session that comes up over ``candidates`` (transport factories, in order);
+    everything a failed attempt started is closed before the next one or the raise."""
+    last_error: BaseException | None = None
+    for position, make_transport in enumerate(candidates):
+        if position and deadline is not None and time.monotonic() >= deadline:
+            raise RequestTimeout(
+                f"bring-up of {name!r} did not finish within connect_timeout={connect_timeout:g} s"
+            ) from last_error
+        t0 = time.perf_counter()
+        chosen = make_transport()
+        session = prepare(chosen)
+        conn = session._conn
+        try:
+            conn.start()
+            session.phases["transport"] = time.perf_counter() - t0
+            session._initialize(deadline=deadline)
+        except HTTPStatusError as exc:
+            conn.close()
+            last_error = exc
+            if exc.status in (400, 404, 405) and len(candidates) > 1:
+                log.info(
+                    "mcpsync: %s answered %s to initialize; trying legacy HTTP+SSE",
+                    name,
+                    exc.status,
+                )
+                continue
+            raise
+        except BaseException as exc:
+            conn.close()
+            if getattr(exc, "restart_legacy", False) and candidates.count(make_transport) == 1:
+                # the server process died of the server/discover probe (old SDKs do):
+                # start it once more; it is now remembered as legacy and gets initialize
+                log.warning("mcpsync: %s stopped after server/discover; starting it again", name)
+                candidates.insert(position + 1, make_transport)
+                last_error = exc
+                continue
+            explain_failure(exc, chosen)
+            raise
+        return session
+    assert last_error is not None
+    raise last_error
+
+
+def explain_failure(error: BaseException, transport: Transport) -> None:
+    """Add what the server printed to a bring-up error: lines it wrote to stdout that were
+    not JSON-RPC (a banner such as "Starting weather server on port 8000..." says why
+    nothing else came), and the stderr tail when the error does not carry it already
+    (``ServerExited`` does)."""
+    if not isinstance(error, MCPSyncError) or isinstance(error, ConfigError):
+        return
+    extra = []
+    noise = transport.stdout_noise()
+    if noise:
+        extra.append("--- the server wrote to stdout (not JSON-RPC) ---\n" + "\n".join(noise))
+    if not isinstance(error, ServerExited):
+        tail_of = getattr(transport, "stderr_tail", None)  # stdio only
+        tail = tail_of() if callable(tail_of) else ""
+        if tail:
+            extra.append("--- last stderr lines ---\n" + tail)
+    if extra and error.args and isinstance(error.args[0], str):
+        error.args = ("\n".join([error.args[0], *extra]), *error.args[1:])
