@@ -55,6 +55,7 @@ from ..errors import (
     TransportError,
     VersionMismatch,
 )
+from ..transports.base import Transport
 from ..versions import HANDSHAKE_VERSIONS, MODERN_VERSIONS
 from . import Agreement, Era, Interest, ToolIndex
 from .legacy import LegacyEra, accept_initialize, initialize
@@ -173,8 +174,8 @@ def server_identity(
             sorted((env or {}).items()),
         )
         return server, server
-    identity = getattr(target, "identity", None)  # a Transport may name the server it reaches
-    if isinstance(identity, str) and identity:
+    identity = target.identity if isinstance(target, Transport) else None  # declared, may be None
+    if identity:
         server = "transport:" + _digest(identity)
         return server, server
     return None, None
@@ -295,11 +296,11 @@ def _negotiate(
     conn, verdicts, server_key = b.conn, b.caches.verdicts, b.server_key
     era, pinned = resolve_era(era, protocol_version)
     features = conn.transport.features
-    if not features.carries_modern:  # the legacy HTTP+SSE transport (kind: wording only)
-        what = "legacy HTTP+SSE" if conn.transport.kind == "sse" else conn.transport.kind
+    if not features.carries_modern:  # a 2024-11-05 transport (legacy HTTP+SSE)
+        what = "the transport carries only the initialize handshake (legacy HTTP+SSE)"
         if era == "modern":
-            raise ConfigError(f"the {what} transport cannot carry the 2026-07-28 protocol")
-        return _legacy(b, pinned, f"{what} transport")
+            raise ConfigError(f"{what}: it cannot carry the 2026-07-28 protocol")
+        return _legacy(b, pinned, what)
     if era == "legacy":
         why = f"protocol version {pinned} pinned" if pinned else "era='legacy' requested"
         return _legacy(b, pinned, why, remember=False)  # no evidence
