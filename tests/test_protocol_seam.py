@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import inspect
 import logging
+import sys
 import threading
 import time
 from pathlib import Path
@@ -20,6 +21,7 @@ from fakes import FakeServer
 
 import mcpsync
 from mcpsync import connection as connection_module
+from mcpsync.host import Host
 from mcpsync.protocol import DEFAULT_OPTIONS, CallOptions, Era, Interest
 from mcpsync.protocol.choose import DEFAULT_CACHES, Caches, server_identity
 from mcpsync.protocol.legacy import LegacyEra
@@ -164,3 +166,42 @@ def test_close_joins_every_thread_within_one_deadline(no_leaks, monkeypatch, cap
     finally:
         release.set()
         s.close()
+
+
+DEMO_ENTRY = {"command": sys.executable, "args": ["-m", "mcpsync.demo_server"]}
+
+
+def test_each_host_holds_its_own_caches(no_leaks):
+    """Two Hosts given their own Caches: each of their sessions writes and reads only its
+    host's verdicts (none in the other's, none in the process-wide default)."""
+    first, second = Caches(), Caches()
+    with Host({"demo": DEMO_ENTRY}, _caches=first) as host:
+        s = host.session("demo")
+        key = server_identity(s.transport)[0]
+        assert key is not None  # the host's own stdio transport names its server
+        assert s.era == "legacy" and "remembered" not in s.era_reason  # probed
+    assert first.verdicts.era(key) == "legacy"
+    assert second.verdicts.era(key) is None and DEFAULT_CACHES.verdicts.era(key) is None
+    with Host({"demo": DEMO_ENTRY}, _caches=second) as host:
+        s = host.session("demo")
+        assert server_identity(s.transport)[0] == key  # the same server ...
+        assert "remembered" not in s.era_reason  # ... probed again: the first host's verdict unseen
+    assert second.verdicts.era(key) == "legacy"
+    assert DEFAULT_CACHES.verdicts.era(key) is None
+    with Host({"demo": DEMO_ENTRY}, _caches=first) as host:  # the first host's caches again
+        assert "remembered verdict" in host.session("demo").era_reason
+
+
+def test_a_custom_connect_gets_caches_only_when_the_host_was_given_them():
+    seen: list[dict[str, Any]] = []
+
+    def fake_connect(**kwargs: Any) -> Any:
+        seen.append(kwargs)
+        raise mcpsync.MCPSyncError("not really connecting")
+
+    entry = {"url": "http://127.0.0.1:9/mcp"}
+    mine = Caches()
+    for given in (None, mine):
+        with Host({"x": entry}, connect=fake_connect, _caches=given):
+            pass
+    assert "_caches" not in seen[0] and seen[1]["_caches"] is mine

@@ -31,7 +31,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..config import Config, ConfigEntryError, ServerEntry, load_config
 from ..errors import CapabilityError, ConfigError, MCPSyncError, SessionClosed
@@ -59,6 +59,9 @@ from .servers import (
     qualified_name,
 )
 
+if TYPE_CHECKING:
+    from ..protocol.choose import Caches
+
 __all__ = [
     "Host",
     "HostTool",
@@ -85,6 +88,9 @@ class Host(_ToolRouting):
     ``include_tools`` / ``exclude_tools``: ``{server: tool name globs}`` (key ``"*"``: every
     server without its own key); for that server they replace the entry's
     ``includeTools`` / ``excludeTools``. Hidden tools are not in the namespace.
+    ``_caches`` (private): the era verdict and cache-hint stores the host's sessions use
+    (``mcpsync.protocol.choose.Caches``; default: the process-wide ones); given to the
+    default connect always, to a custom ``connect`` only when given here.
 
     ``start()`` (or ``with Host(...) as host``) brings up the eager entries, at most
     ``max_parallel`` at a time, and returns when each has finished or ``start_timeout``
@@ -107,6 +113,7 @@ class Host(_ToolRouting):
         spawn_stdio: bool | None = None,
         include_tools: Mapping[str, Any] | None = None,
         exclude_tools: Mapping[str, Any] | None = None,
+        _caches: Caches | None = None,
     ) -> None:
         if isinstance(config, str | Path) or isinstance(config, Mapping):
             config = load_config(config, inputs=inputs)
@@ -128,6 +135,12 @@ class Host(_ToolRouting):
             raise ConfigError("max_parallel must be at least 1")
         self._consent = consent
         self._connect = connect or _default_connect
+        from ..protocol.choose import DEFAULT_CACHES, server_identity
+
+        #: the era verdicts and cache hints of every session this host connects
+        self._caches = _caches or DEFAULT_CACHES
+        self._caches_given = connect is None or _caches is not None
+        self._server_identity = server_identity
         # The host makes stdio transports itself, so close() can stop a server that is
         # still starting (Session.connect cannot be interrupted from outside).
         self._spawn_stdio = connect is None if spawn_stdio is None else spawn_stdio
@@ -312,6 +325,8 @@ class Host(_ToolRouting):
                         kwargs[key] = list(globs)
                 if self._spawn_stdio and isinstance(kwargs.get("target"), list):
                     kwargs["target"] = self._stdio_transport(s, kwargs)
+                if self._caches_given:
+                    kwargs["_caches"] = self._caches
                 session = self._connect(**kwargs)
                 tools_error = self._prefetch_tools(session)
         except BaseException as exc:  # noqa: BLE001 - kept and shown, never lost
@@ -337,13 +352,13 @@ class Host(_ToolRouting):
     def _stdio_transport(self, s: _Server, kwargs: dict[str, Any]) -> Any:
         from ..transports.select import stdio_transport
 
+        argv, env, cwd = kwargs.pop("target"), kwargs.pop("env", None), kwargs.pop("cwd", None)
         transport = stdio_transport(
-            kwargs.pop("target"),
-            env=kwargs.pop("env", None),
-            cwd=kwargs.pop("cwd", None),
-            inherit_env=kwargs.pop("inherit_env", False),
+            argv, env=env, cwd=cwd, inherit_env=kwargs.pop("inherit_env", False),
             name=kwargs.get("name") or s.name,
-        )
+        )  # fmt: skip
+        # the server it runs, as Session.connect(argv) keys it (a digest): the caches' key
+        transport.identity = self._server_identity(argv, env=env, cwd=cwd)[0]
         with s.lock:
             if self._closed.is_set():
                 raise SessionClosed("the host was closed before this server started")
