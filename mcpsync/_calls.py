@@ -10,24 +10,48 @@ Used by ``mcpsync.connection`` only; ``Progress`` is public there.
 
 from __future__ import annotations
 
+import enum
 import logging
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, InvalidStateError
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
 from . import jsonrpc
 from .errors import ProtocolError, RequestCancelled, ServerError
 from .transports.base import Message
 
-__all__ = ["DeadlineTimer", "Progress", "fail_all", "join_until", "warn_alive", "server_error"]
+__all__ = [
+    "DEFAULT",
+    "Default",
+    "DeadlineTimer",
+    "Progress",
+    "fail_all",
+    "join_until",
+    "warn_alive",
+    "server_error",
+]
 
 log = logging.getLogger("mcpsync")
 
 # concurrent.futures' states of a done future
 _DONE_STATES = frozenset({"CANCELLED", "CANCELLED_AND_NOTIFIED", "FINISHED"})
 _NEVER = float("inf")
+
+
+class Default(enum.Enum):
+    """The type of ``DEFAULT``, the value of an argument that was not given: a call's
+    ``timeout=DEFAULT`` is the connection's ``default_timeout`` (``None``: no limit)."""
+
+    DEFAULT = "DEFAULT"
+
+    def __repr__(self) -> str:  # how help() and the docs show the default
+        return "DEFAULT"
+
+
+#: "not given": a call's timeout is then the connection's default (reads well in help())
+DEFAULT: Final = Default.DEFAULT
 
 
 def join_until(threads: Any, deadline: float) -> list[threading.Thread]:

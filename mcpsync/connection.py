@@ -51,7 +51,9 @@ from typing import Any
 from . import jsonrpc
 from ._calls import (
     _NEVER,
+    DEFAULT,
     DeadlineTimer,
+    Default,
     Progress,
     _Call,
     _RequestFuture,
@@ -73,6 +75,8 @@ from .transports.base import Message, Transport
 
 __all__ = [
     "CLOSE_TIMEOUT",
+    "DEFAULT",
+    "Default",
     "Connection",
     "Progress",
     "RequestHandler",
@@ -201,7 +205,7 @@ class Connection:
         method: str,
         params: dict[str, Any] | None = None,
         *,
-        timeout: float | None = ...,  # type: ignore[assignment]
+        timeout: float | None | Default = DEFAULT,
         on_progress: Callable[[Progress], None] | None = None,
         reset_timeout_on_progress: bool = False,
         max_timeout: float | None = None,
@@ -237,7 +241,7 @@ class Connection:
         method: str,
         params: dict[str, Any] | None = None,
         *,
-        timeout: float | None = ...,  # type: ignore[assignment]
+        timeout: float | None | Default = DEFAULT,
         on_progress: Callable[[Progress], None] | None = None,
         reset_timeout_on_progress: bool = False,
         max_timeout: float | None = None,
@@ -270,7 +274,7 @@ class Connection:
         method: str,
         params: dict[str, Any] | None,
         future: Future[Any] | None,
-        timeout: float | None,
+        timeout: float | None | Default,
         on_progress: Callable[[Progress], None] | None,
         reset_timeout_on_progress: bool,
         max_timeout: float | None,
@@ -297,7 +301,7 @@ class Connection:
         message: Message = {"jsonrpc": "2.0", "id": rid, "method": method}
         if params is not None:
             message["params"] = params
-        if timeout is ...:
+        if timeout is DEFAULT:
             timeout = self.default_timeout
         self._pending[rid] = call  # registered before the write: a reply may come at once
         if timeout is not None:

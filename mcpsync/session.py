@@ -34,13 +34,13 @@ from ._typed import types as _types
 from ._typed import validate as _validate
 from ._version import __version__
 from .config import command_name
-from .connection import Connection, Progress
+from .connection import DEFAULT, Connection, Default, Progress
 from .errors import (
     CapabilityError,
     ConfigError,
 )
 from .filters import NameFilter, ToolExcluded
-from .protocol import UNSET, Agreement, CallOptions, Derived, Era, Interest, NotReady, ToolIndex
+from .protocol import Agreement, CallOptions, Derived, Era, Interest, NotReady, ToolIndex
 from .protocol import pages as _pages
 from .protocol.choose import DEFAULT_CACHES, Caches, resolve_era, server_identity
 from .transports.base import Transport
@@ -66,9 +66,6 @@ __all__ = ["Session", "Progress", "CLIENT_INFO"]
 log = logging.getLogger("mcpsync")
 
 CLIENT_INFO = {"name": "mcpsync", "version": __version__}
-
-
-_UNSET: Any = UNSET
 
 
 class Session(BringUp):
@@ -262,7 +259,7 @@ class Session(BringUp):
         params: dict[str, Any] | None,
         convert: Callable[[Any], Any],
         *,
-        timeout: float | None = _UNSET,
+        timeout: float | None | Default = DEFAULT,
         on_progress: Callable[[Progress], None] | None = None,
         reset_timeout_on_progress: bool = False,
         max_timeout: float | None = None,
@@ -277,7 +274,7 @@ class Session(BringUp):
         params: dict[str, Any] | None,
         convert: Callable[[Any], Any],
         *,
-        timeout: float | None = _UNSET,
+        timeout: float | None | Default = DEFAULT,
         on_progress: Callable[[Progress], None] | None = None,
         reset_timeout_on_progress: bool = False,
         max_timeout: float | None = None,
@@ -300,10 +297,10 @@ class Session(BringUp):
 
     # -- ping --------------------------------------------------------------------------
 
-    def submit_ping(self, *, timeout: float | None = _UNSET) -> Future[None]:
+    def submit_ping(self, *, timeout: float | None | Default = DEFAULT) -> Future[None]:
         return self._submit("ping", None, lambda _: None, timeout=timeout)
 
-    def ping(self, *, timeout: float | None = _UNSET) -> None:
+    def ping(self, *, timeout: float | None | Default = DEFAULT) -> None:
         """Check the server answers."""
         self._call("ping", None, lambda _: None, timeout=timeout)
 
@@ -354,7 +351,7 @@ class Session(BringUp):
         name: str,
         arguments: Mapping[str, Any] | None = None,
         *,
-        timeout: float | None = _UNSET,
+        timeout: float | None | Default = DEFAULT,
         on_progress: Callable[[Progress], None] | None = None,
         reset_timeout_on_progress: bool = False,
         max_timeout: float | None = None,
@@ -377,7 +374,7 @@ class Session(BringUp):
         name: str,
         arguments: Mapping[str, Any] | None = None,
         *,
-        timeout: float | None = _UNSET,
+        timeout: float | None | Default = DEFAULT,
         on_progress: Callable[[Progress], None] | None = None,
         reset_timeout_on_progress: bool = False,
         max_timeout: float | None = None,
@@ -417,7 +414,7 @@ class Session(BringUp):
         return list(self._wait(self.submit_list_resource_templates()))
 
     def submit_read_resource(
-        self, uri: str, *, timeout: float | None = _UNSET
+        self, uri: str, *, timeout: float | None | Default = DEFAULT
     ) -> Future[ReadResourceResult]:
         return self._submit(
             "resources/read",
@@ -426,7 +423,9 @@ class Session(BringUp):
             timeout=timeout,
         )
 
-    def read_resource(self, uri: str, *, timeout: float | None = _UNSET) -> ReadResourceResult:
+    def read_resource(
+        self, uri: str, *, timeout: float | None | Default = DEFAULT
+    ) -> ReadResourceResult:
         """Read one resource; ``.contents`` holds text or blob parts."""
         return self._call(
             "resources/read",
@@ -466,7 +465,7 @@ class Session(BringUp):
         name: str,
         arguments: Mapping[str, str] | None = None,
         *,
-        timeout: float | None = _UNSET,
+        timeout: float | None | Default = DEFAULT,
     ) -> Future[GetPromptResult]:
         params: dict[str, Any] = {"name": name}
         if arguments:
@@ -480,7 +479,7 @@ class Session(BringUp):
         name: str,
         arguments: Mapping[str, str] | None = None,
         *,
-        timeout: float | None = _UNSET,
+        timeout: float | None | Default = DEFAULT,
     ) -> GetPromptResult:
         """Render a prompt with its arguments."""
         return self._wait(self.submit_get_prompt(name, arguments, timeout=timeout))

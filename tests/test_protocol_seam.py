@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import inspect
 import logging
+import pydoc
 import sys
 import threading
 import time
@@ -205,3 +206,30 @@ def test_a_custom_connect_gets_caches_only_when_the_host_was_given_them():
         with Host({"x": entry}, connect=fake_connect, _caches=given):
             pass
     assert "_caches" not in seen[0] and seen[1]["_caches"] is mine
+
+
+def test_help_shows_no_ellipsis_and_default_reads_well():
+    """The "not given" timeout reads as DEFAULT in help() and the signatures, never Ellipsis."""
+    from mcpsync.connection import DEFAULT, Connection
+
+    for obj in (mcpsync.Session, Connection, mcpsync.Host, mcpsync.protocol.CallOptions):
+        text = pydoc.render_doc(obj, renderer=pydoc.plaintext)
+        assert "Ellipsis" not in text and "<object object" not in text, obj
+    assert repr(DEFAULT) == "DEFAULT" and mcpsync.protocol.UNSET is DEFAULT
+    call_tool = inspect.signature(mcpsync.Session.call_tool).parameters["timeout"]
+    assert call_tool.default is DEFAULT and "timeout: 'float | None | Default' = DEFAULT" in str(
+        inspect.signature(mcpsync.Session.call_tool)
+    )
+
+
+def test_timeout_default_given_explicitly_is_the_sessions(no_leaks):
+    from mcpsync.connection import DEFAULT
+
+    server = FakeServer(handlers={"slow": lambda m: None, "echo": lambda m: {"ok": 1}})
+    with mcpsync.Session.connect(server.transport, timeout=0.2, _caches=Caches()) as s:
+        t0 = time.monotonic()
+        with pytest.raises(mcpsync.RequestTimeout, match="0.2 s"):
+            s.connection.call("slow", timeout=DEFAULT)  # "slow" never answers
+        assert time.monotonic() - t0 < 5.0
+        assert s.connection.call("echo", timeout=DEFAULT) == {"ok": 1}
+        assert s.connection.wait(s.connection.request("echo", timeout=DEFAULT)) == {"ok": 1}

@@ -19,8 +19,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
+from .._calls import DEFAULT, Default
 from ..errors import HandshakeError
 
 if TYPE_CHECKING:
@@ -39,8 +40,8 @@ __all__ = [
     "settle",
 ]
 
-#: "the connection's default": the timeout of a call that did not name one
-UNSET: Any = ...
+#: "the connection's default": the timeout of a call that did not name one (``DEFAULT``)
+UNSET: Final = DEFAULT
 
 Convert = Callable[[Any], Any]
 
@@ -77,7 +78,7 @@ class CallOptions:
 
     def __init__(
         self,
-        timeout: float | None = UNSET,
+        timeout: float | None | Default = UNSET,
         on_progress: Callable[[Progress], None] | None = None,
         reset_timeout_on_progress: bool = False,
         max_timeout: float | None = None,
@@ -92,7 +93,7 @@ class CallOptions:
     @classmethod
     def of(
         cls,
-        timeout: float | None = UNSET,
+        timeout: float | None | Default = UNSET,
         on_progress: Callable[[Progress], None] | None = None,
         reset_timeout_on_progress: bool = False,
         max_timeout: float | None = None,
