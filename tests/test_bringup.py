@@ -99,6 +99,19 @@ def test_a_server_that_exits_on_its_own_is_started_once(no_leaks, tmp_path):
     assert "fatal: missing API_KEY" in str(info.value)
 
 
+def test_an_exit_at_start_up_reads_the_same_whichever_pipe_notices_it(no_leaks, tmp_path):
+    # The first write can find stdin broken before the reader sees stdout end (or not):
+    # the error must not depend on that race (smoke reports compare it across executors).
+    flags = ("--exit-at-start", "2", "--stderr", "fatal: missing API_KEY")
+    messages = set()
+    for _ in range(6):
+        with pytest.raises(ServerExited) as info:
+            mcpsync.Session.connect(argv(*flags), connect_timeout=30)
+        messages.add(str(info.value).splitlines()[0])
+    assert len(messages) == 1, messages
+    assert "(exit code 2)" in messages.pop()
+
+
 BANNER = "Starting weather server on port 8000..."
 
 

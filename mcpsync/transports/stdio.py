@@ -333,6 +333,8 @@ class StdioTransport(ChildProcess, LineFramer, Transport):
                 code = None
         if self._stderr_reader is not None:
             self._stderr_reader.join(timeout=0.5)
+        if code is not None:  # one wording for an exit, whichever pipe noticed it first
+            what = "server closed its stdout"
         return ServerExited(
             f"server {self.name!r}: {what}", exit_code=code, stderr_tail=self.stderr_tail()
         )
