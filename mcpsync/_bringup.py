@@ -1,12 +1,14 @@
 """Bring-up of a Session over the transports its target selected, one after another.
 
-Owns: ``BringUp``, the Session's bring-up half (a mixin over the Session's declared state:
-the handlers installed, one era brought up by ``protocol.choose.bring_up`` and what it
-agreed recorded, the re-initialization after an HTTP session expired); the loop ``Session.connect`` runs over the candidate transports (start, handshake,
-unwind on failure, the legacy HTTP+SSE fallback after 400/404/405, the one restart of a
-server that died of the ``server/discover`` probe, the shared ``connect_timeout``) and
-the words added to a bring-up error (what the server printed instead of JSON-RPC). It
-never imports the Session: the loop is handed a ``prepare(transport)`` that builds one.
+Owns: ``BringUp``, the Session's bring-up half (a mixin over the Session's declared
+state: the handlers installed, one era brought up by ``protocol.choose.bring_up`` and
+what it agreed recorded, the re-initialization after an HTTP session expired); the loop
+``Session.connect`` runs over the candidate transports (start, handshake, the typed-result
+imports warmed, unwind on failure, the legacy HTTP+SSE fallback after 400/404/405, the
+one restart of a server that died of the ``server/discover`` probe, the shared
+``connect_timeout``) and the words added to a bring-up error (what the server printed
+instead of JSON-RPC). It never imports the Session: the loop is handed a
+``prepare(transport)`` that builds one.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from . import _offer
+from . import _offer, _typed
 from .connection import Connection
 from .errors import ConfigError, HTTPStatusError, MCPSyncError, RequestTimeout, ServerExited
 from .protocol import Agreement, Era, Interest, ToolIndex
@@ -137,6 +139,7 @@ def first_ready(
             conn.start()
             session.phases["transport"] = time.perf_counter() - t0
             session._initialize(deadline=deadline)
+            _typed.warm()  # what typed results import, before a Ctrl-C can cut it in half
         except HTTPStatusError as exc:
             conn.close()
             last_error = exc

@@ -5,6 +5,12 @@ building, paid only when a typed result is needed), ``validate(model, data)`` wi
 cached validator per model (content blocks tagged by their ``type``), typed request
 handlers for the user's sampling/elicitation callbacks, and the ``outputSchema`` check
 (``jsonschema``, imported on first use). Nothing here knows sessions or eras.
+
+``warm()`` does the ``mcp_types`` import and builds the common validators up front, once per
+process: ``Session.connect`` calls it right after the handshake, so a Ctrl-C during the
+first typed result never interrupts an import half-done (another thread converting its own
+result would then wait on Python's import locks). ``warm_schema()`` does the same for
+``jsonschema`` when a tool list first declares an ``outputSchema`` (before any check).
 """
 
 from __future__ import annotations
@@ -14,7 +20,15 @@ from typing import Any
 
 from .errors import ProtocolError, ServerError
 
-__all__ = ["types", "validate", "typed_handler", "check_schema", "tool_result", "roots_result"]
+__all__ = [
+    "types",
+    "validate",
+    "warm",
+    "typed_handler",
+    "check_schema",
+    "tool_result",
+    "roots_result",
+]
 
 
 def types() -> Any:
@@ -26,18 +40,50 @@ def types() -> Any:
 _validators: dict[str, Callable[[Any], Any]] = {}  # model name -> its pydantic validator
 
 
+def _validator(model_name: str) -> Callable[[Any], Any]:
+    model = getattr(types(), model_name)
+    validate = _validators[model_name] = (
+        _tagged_content(model) or model.__pydantic_validator__.validate_python
+    )
+    return validate
+
+
 def validate(model_name: str, data: Any) -> Any:
     """``data`` as the ``mcp_types`` model ``model_name`` (ProtocolError if it does not fit)."""
-    validate = _validators.get(model_name)
-    if validate is None:
-        model = getattr(types(), model_name)
-        validate = _validators[model_name] = (
-            _tagged_content(model) or model.__pydantic_validator__.validate_python
-        )
+    validate = _validators.get(model_name) or _validator(model_name)
     try:
         return validate(data)
     except ValueError as exc:  # pydantic's ValidationError is a ValueError
         raise ProtocolError(f"server sent an invalid {model_name}: {exc}") from None
+
+
+#: the results every session may convert: their validators are built by ``warm()``
+WARM_MODELS = ("Implementation", "ServerCapabilities", "CallToolResult", "ReadResourceResult",
+               "GetPromptResult", "CompleteResult", "LoggingMessageNotificationParams")  # fmt: skip
+_warmed = False
+
+
+def warm() -> None:
+    """Import ``mcp_types`` (with pydantic) and build the validators of ``WARM_MODELS`` now;
+    cheap once done (about 0.15 s the first time in a process)."""
+    global _warmed
+    if _warmed:
+        return
+    for name in WARM_MODELS:
+        if name not in _validators:
+            _validator(name)
+    # one conversion of each kind a session makes: pydantic's first-use work happens here
+    validate("CallToolResult", {"content": [{"type": "text", "text": ""}]})
+    types().Tool.model_validate({"name": "warm", "inputSchema": {"type": "object"}})
+    _warmed = True
+
+
+def warm_schema() -> None:
+    """Import ``jsonschema`` for the ``outputSchema`` check (about 0.05 s the first time):
+    done when a tool list declares an output schema, before a result can need it."""
+    import jsonschema
+
+    jsonschema.validate({}, {"type": "object"})
 
 
 def _tagged_content(model: Any) -> Callable[[Any], Any] | None:

@@ -311,7 +311,9 @@ class Session(BringUp):
 
         def remember(f: Future[Any]) -> None:
             if not f.cancelled() and f.exception() is None:
-                self._tools.remember(f.result())
+                self._tools.remember(tools := f.result())
+                if any(t.output_schema for t in tools):
+                    _typed.warm_schema()  # before a result can need the check
 
         future.add_done_callback(remember)
         if self._tool_filter is not None:

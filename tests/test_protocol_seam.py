@@ -11,6 +11,7 @@ import ast
 import inspect
 import logging
 import pydoc
+import subprocess
 import sys
 import threading
 import time
@@ -233,3 +234,28 @@ def test_timeout_default_given_explicitly_is_the_sessions(no_leaks):
         assert time.monotonic() - t0 < 5.0
         assert s.connection.call("echo", timeout=DEFAULT) == {"ok": 1}
         assert s.connection.wait(s.connection.request("echo", timeout=DEFAULT)) == {"ok": 1}
+
+
+WARM_CHECK = """
+import sys, mcpsync
+assert "mcp_types" not in sys.modules and "jsonschema" not in sys.modules  # import stays cheap
+with mcpsync.Session.connect([sys.executable, "-m", "mcpsync.demo_server"], era="legacy") as s:
+    from mcpsync import _typed
+    assert "mcp_types" in sys.modules, "not warmed by connect"
+    missing = [m for m in _typed.WARM_MODELS if m not in _typed._validators]
+    assert not missing, missing
+    assert "jsonschema" not in sys.modules  # no tool list with an outputSchema yet
+    assert any(t.output_schema for t in s.list_tools())  # the demo has one
+    assert "jsonschema" in sys.modules, "not warmed by the tool list with an outputSchema"
+    assert s.call_tool("echo", {"message": "hi"}).content[0].text == "hi"
+print("ok")
+"""
+
+
+def test_connect_imports_what_typed_results_need(no_leaks):
+    """After the handshake, before any typed result: mcp_types and the common validators
+    are ready (jsonschema once a tool list declares an outputSchema), so a Ctrl-C in the
+    first typed result cuts no import in half."""
+    p = subprocess.run([sys.executable, "-c", WARM_CHECK], capture_output=True, text=True,
+                       timeout=60)  # fmt: skip
+    assert p.returncode == 0 and p.stdout.strip() == "ok", p.stderr
