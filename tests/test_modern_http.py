@@ -94,7 +94,10 @@ def test_param_headers_and_header_mismatch_recovery(no_leaks):
             s.call_tool("regional", {"region": "Zürich ", "query": "q"}).content[0].text
             == "Zürich : q"
         )
-        assert "Region" in s._era._tool_headers["regional"]  # type: ignore[attr-defined]
+        # the -32020 made the client list the tools: the header declaration it now sends by
+        (regional,) = [t for t in s.list_tools() if t.name == "regional"]
+        declared = {p.get("x-mcp-header") for p in regional.input_schema["properties"].values()}
+        assert "Region" in declared
         assert s.call_tool("regional", {"region": "eu", "query": "q"}).content[0].text == "eu: q"
 
 
