@@ -356,6 +356,10 @@ class StdioPeer:
         return self.drain()
 
     def stderr_text(self) -> str:
+        """What the server wrote to stderr; once it has exited, all of it (the drain thread may
+        still be reading the pipe when stdout's EOF has already been seen)."""
+        if self.proc.poll() is not None:
+            self._stderr.join(5.0)  # ends at the pipe's EOF (bounded: a grandchild may hold it)
         return self._stderr.text()
 
     @property
