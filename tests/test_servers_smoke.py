@@ -161,7 +161,7 @@ def test_sdk_server_stdio() -> None:
         check_initialize(peer.initialize(VERSION), "mcpsync-sdk-test-server")
         added = peer.result("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}})
         assert added["structuredContent"] == {"sum": 3}
-        assert "sdk_server ready: stdio" in peer.stderr_text()
+        assert peer.wait_stderr("sdk_server ready: stdio")
 
 
 @pytest.mark.real

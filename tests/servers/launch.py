@@ -175,6 +175,17 @@ class _Drain(threading.Thread):
         with self._lock:
             return self._buf[-self._keep :].decode(errors="replace")
 
+    def wait_total(self, count: int, timeout: float) -> int:
+        """Wait until ``count`` bytes were read (or EOF, or ``timeout``); the total read."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while self.total < count and self.is_alive():
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                self._changed.wait(min(remaining, 0.5))
+            return self.total
+
     def wait_for(self, pattern: str, timeout: float) -> re.Match[str] | None:
         """Wait until ``pattern`` (a regex) matches the text kept so far; the match or None."""
         regex = re.compile(pattern)
@@ -365,6 +376,14 @@ class StdioPeer:
     @property
     def stderr_bytes_total(self) -> int:
         return self._stderr.total
+
+    def wait_stderr_bytes(self, count: int, timeout: float = 10.0) -> int:
+        """Wait until the drain has read ``count`` stderr bytes (bounded); the total read."""
+        return self._stderr.wait_total(count, timeout)
+
+    def wait_stderr(self, pattern: str, timeout: float = 10.0) -> bool:
+        """Wait until ``pattern`` (a regex) shows in what the server wrote to stderr (bounded)."""
+        return self._stderr.wait_for(pattern, timeout) is not None
 
     def close_stdin(self) -> None:
         if self.proc.stdin is not None and not self.proc.stdin.closed:
