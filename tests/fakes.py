@@ -33,7 +33,10 @@ class FakeServer:
         self.log: list[dict[str, Any]] = []
         self._responses: dict[Any, queue.Queue[dict[str, Any]]] = {}
         self._next_id = 1000
-        self.end.start(self._on_message, lambda error: None)
+        #: set once the client's end closed and every message before that was handled
+        #: (wait on it before reading ``log`` for what the client sent while closing)
+        self.ended = threading.Event()
+        self.end.start(self._on_message, lambda error: self.ended.set())
 
     @property
     def transport(self) -> MemoryTransport:

@@ -144,6 +144,7 @@ def test_auto_falls_back_when_the_probe_gets_no_answer(no_leaks, monkeypatch):
     with connect(server) as s:
         assert s.era == "legacy"
         assert "no answer to server/discover within 0.3 s" in s.era_reason
+    assert server.ended.wait(10)  # the server's end has handled all the client sent
     probe = next(m for m in server.log if m.get("method") == "server/discover")
     cancelled = [m for m in server.log if m.get("method") == "notifications/cancelled"]
     assert [c["params"]["requestId"] for c in cancelled] == [probe["id"]]
