@@ -20,7 +20,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import _offer, _typed
 from .connection import Connection
-from .errors import ConfigError, HTTPStatusError, MCPSyncError, RequestTimeout, ServerExited
+from .errors import (
+    ConfigError,
+    HTTPStatusError,
+    MCPSyncError,
+    RequestTimeout,
+    ServerExited,
+    TransportError,
+)
 from .protocol import Agreement, Era, Interest, ToolIndex
 from .protocol.choose import Caches, bring_up
 from .transports.base import Transport
@@ -153,7 +160,8 @@ def first_ready(
             raise
         except BaseException as exc:
             conn.close()
-            if getattr(exc, "restart_legacy", False) and candidates.count(make_transport) == 1:
+            restart = isinstance(exc, TransportError) and exc.restart_legacy
+            if restart and candidates.count(make_transport) == 1:
                 # the server process died of the server/discover probe (old SDKs do):
                 # start it once more; it is now remembered as legacy and gets initialize
                 log.warning("mcpsync: %s stopped after server/discover; starting it again", name)

@@ -46,6 +46,10 @@ class ConfigError(MCPSyncError, ValueError):
 class TransportError(MCPSyncError, ConnectionError):
     """The byte stream to the server failed or ended."""
 
+    #: set by the bring-up when a stdio server died of the ``server/discover`` probe: the
+    #: caller starts it once more, now remembered as a legacy server
+    restart_legacy: bool = False
+
 
 class ServerExited(TransportError):
     """A stdio server process ended; carries its exit code and its last stderr lines."""

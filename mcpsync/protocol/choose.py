@@ -52,6 +52,7 @@ from ..errors import (
     HTTPStatusError,
     RequestTimeout,
     ServerError,
+    ServerExited,
     TransportError,
     VersionMismatch,
 )
@@ -433,12 +434,12 @@ def _restart_as_legacy(
     Only when the server's last words name the probe (``server/discover``), as a server
     that cannot parse the method says when it dies of it: a server that exits on its own
     (a missing API key, a bad argument) is not started a second time."""
-    tail = getattr(exc, "stderr_tail", "") or ""
+    tail = exc.stderr_tail if isinstance(exc, ServerExited) else ""
     if restartable and server_key is not None and "server/discover" in tail:
         verdicts.remember(
             server_key, "legacy", f"it stopped after the server/discover probe; {reason}"
         )
-        exc.restart_legacy = True  # type: ignore[attr-defined]
+        exc.restart_legacy = True
     return exc
 
 
