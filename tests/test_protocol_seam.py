@@ -177,20 +177,23 @@ def test_each_host_holds_its_own_caches(no_leaks):
     """Two Hosts given their own Caches: each of their sessions writes and reads only its
     host's verdicts (none in the other's, none in the process-wide default)."""
     first, second = Caches(), Caches()
-    with Host({"demo": DEMO_ENTRY}, _caches=first) as host:
+    # an argv no other test uses: its key is in the process-wide default only if these
+    # hosts wrote it there (other tests' hosts fill the default for the plain demo argv)
+    entry = {**DEMO_ENTRY, "args": [*DEMO_ENTRY["args"], "--page-size", "97"]}
+    with Host({"demo": entry}, _caches=first) as host:
         s = host.session("demo")
         key = server_identity(s.transport)[0]
         assert key is not None  # the host's own stdio transport names its server
         assert s.era == "legacy" and "remembered" not in s.era_reason  # probed
     assert first.verdicts.era(key) == "legacy"
     assert second.verdicts.era(key) is None and DEFAULT_CACHES.verdicts.era(key) is None
-    with Host({"demo": DEMO_ENTRY}, _caches=second) as host:
+    with Host({"demo": entry}, _caches=second) as host:
         s = host.session("demo")
         assert server_identity(s.transport)[0] == key  # the same server ...
         assert "remembered" not in s.era_reason  # ... probed again: the first host's verdict unseen
     assert second.verdicts.era(key) == "legacy"
     assert DEFAULT_CACHES.verdicts.era(key) is None
-    with Host({"demo": DEMO_ENTRY}, _caches=first) as host:  # the first host's caches again
+    with Host({"demo": entry}, _caches=first) as host:  # the first host's caches again
         assert "remembered verdict" in host.session("demo").era_reason
 
 
