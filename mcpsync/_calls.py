@@ -4,7 +4,7 @@ Owns: ``Progress`` (one progress report), ``_Call`` (a request's deadlines, prog
 callback and outcome slots), ``_RequestFuture`` (the future ``Connection.request``
 returns), ``DeadlineTimer`` (the ``mcpsync-timer[name]`` thread that expires calls),
 ``server_error`` and ``_Call.settle_reply`` (a response as the outcome to settle),
-``fail_all`` (every pending call at once), and ``join_until``/``warn_alive`` (join threads until one shared deadline; name those left).
+``fail_all`` (every pending call at once), ``report_progress``, and ``join_until``/``warn_alive`` (join threads until one shared deadline; name those left).
 Used by ``mcpsync.connection`` only; ``Progress`` is public there.
 """
 
@@ -28,6 +28,7 @@ __all__ = [
     "DeadlineTimer",
     "Progress",
     "fail_all",
+    "report_progress",
     "join_until",
     "warn_alive",
     "server_error",
@@ -153,6 +154,18 @@ class _Call:
             self.settle(
                 None, ProtocolError(f"response to {self.method} has neither result nor error")
             )
+
+
+def report_progress(calls: dict[Any, _Call], params: dict[str, Any]) -> None:
+    """Hand a ``notifications/progress`` to its call's callback (and restart its timeout)."""
+    call = calls.get(params.get("progressToken"))
+    if call is None or call.on_progress is None:
+        return
+    if call.reset and call.timeout != _NEVER:
+        call.deadline = min(time.monotonic() + call.timeout, call.hard_deadline)
+    call.on_progress(
+        Progress(params.get("progress", 0), params.get("total"), params.get("message"))
+    )
 
 
 def fail_all(pending: dict[Any, _Call], error: BaseException) -> None:

@@ -15,7 +15,8 @@ bare write-line/read-line loop costs.
 Threads, for one connection to server ``name``:
 - the transport's reader(s) call ``_on_message``; a response settles its call right
   there (on stdio usually in the waiting caller's own thread: no thread hop);
-- ``mcpsync-dispatch[name]`` runs notification callbacks in wire order;
+- ``mcpsync-dispatch[name]`` runs notification callbacks in wire order (``_dispatch``);
+- ``mcpsync-closed[name]`` runs the ``on_closed`` callbacks once, when the transport died;
 - ``mcpsync-timer[name]`` fails calls whose deadline passed;
 - ``mcpsync-handler[name]`` threads run server requests (sampling, elicitation, roots),
   never on the reader, so a slow handler never stops reading.
@@ -39,7 +40,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import queue
 import threading
 import time
 from _thread import get_ident
@@ -50,7 +50,6 @@ from typing import Any
 
 from . import jsonrpc
 from ._calls import (
-    _NEVER,
     DEFAULT,
     DeadlineTimer,
     Default,
@@ -59,8 +58,10 @@ from ._calls import (
     _RequestFuture,
     fail_all,
     join_until,
+    report_progress,
     warn_alive,
 )
+from ._dispatch import ClosedCallbacks, Dispatcher
 from ._served import ServerRequests
 from .errors import (
     MCPSyncError,
@@ -95,8 +96,6 @@ NotificationHandler = Callable[[str, dict[str, Any]], None]
 #: Seconds ``close()`` waits, in all, for every thread of a session to stop.
 CLOSE_TIMEOUT = 3.0
 
-
-_STOP = object()
 _NO_EXTRA: Mapping[str, Any] = {}  # no extra send() arguments (never mutated)
 
 
@@ -133,15 +132,8 @@ class Connection:
         self._closed = False
         self._close_error: BaseException | None = None
         self._state_lock = threading.Lock()
-        self._notifications: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        # Items put on / finished by the dispatch queue: equal when nothing waits or runs there.
-        self._queued = 0
-        self._dispatched = 0
-        self._queue_lock = threading.Lock()  # the count and the put, together
-        self._dispatch_ident: int | None = None
-        self._dispatcher = threading.Thread(
-            target=self._dispatch_loop, name=f"mcpsync-dispatch[{name}]", daemon=True
-        )
+        self._dispatcher = Dispatcher(name, self._dispatch)
+        self._closed_callbacks = ClosedCallbacks(name)
         self._deadlines = DeadlineTimer(name, self._pending, self._expire)
         self._timer = self._deadlines.thread
         self._served = ServerRequests(
@@ -177,6 +169,13 @@ class Connection:
     def close_error(self) -> BaseException | None:
         """Why the connection ended, when it was not closed by the caller."""
         return self._close_error
+
+    def on_closed(self, callback: Callable[[BaseException], None]) -> None:
+        """Call ``callback(error)`` once when the connection ends for a reason other than
+        ``close()`` (the transport died, the server exited): on a thread of its own, never
+        the reader; at once, in this thread, if it ended that way already. ``error`` says
+        why (e.g. ``ServerExited``); never called after an explicit ``close()``."""
+        self._closed_callbacks.add(callback)
 
     def close(
         self, *, also: Callable[[], Iterable[threading.Thread]] | None = None
@@ -285,7 +284,7 @@ class Connection:
             raise self._closed_error()
         rid = next(self._ids)
         call = _Call(rid, method, future)
-        if get_ident() == self._dispatch_ident:
+        if get_ident() == self._dispatcher.ident:
             call.ordered = False  # a callback calls: its reply cannot wait for the dispatcher
         if self.meta_provider is not None or on_progress is not None:
             params = dict(params) if params else {}
@@ -462,11 +461,11 @@ class Connection:
                         )
                     )
                 return
-            if call.ordered and (call.on_progress is not None or self._queued != self._dispatched):
+            if call.ordered and (call.on_progress is not None or not self._dispatcher.idle()):
                 # Notifications before this reply are still queued or running: settle behind
                 # them, so the caller returns after their callbacks (and progress reports).
                 call.parked = message
-                self._enqueue((call, message))
+                self._dispatcher.put((call, message))
             elif "result" in message and "error" not in message:
                 call.settle(message["result"])  # the hot path
             else:
@@ -474,12 +473,7 @@ class Connection:
         elif "id" in message:
             self._served.on_request(message)
         else:
-            self._enqueue(message)
-
-    def _enqueue(self, item: Any) -> None:
-        with self._queue_lock:
-            self._queued += 1
-            self._notifications.put(item)
+            self._dispatcher.put(message)
 
     def _on_wire_error(self, error: BaseException) -> None:
         if isinstance(error, ProtocolError):
@@ -499,10 +493,12 @@ class Connection:
                 return
             self._closed = True
             self._close_error = error
-        fail_all(self._pending, error or SessionClosed(f"connection to {self.name!r} was closed"))
+        error = error or SessionClosed(f"connection to {self.name!r} was closed")
+        fail_all(self._pending, error)
         # Let the worker threads end by themselves; close() still joins them.
-        self._notifications.put(_STOP)
+        self._dispatcher.stop()
         self._deadlines.stop()
+        self._closed_callbacks.fire(error)
 
     def _closed_error(self) -> BaseException:
         cause = self._close_error
@@ -514,18 +510,6 @@ class Connection:
 
     # -- notifications (one ordered thread) ---------------------------------------------
 
-    def _dispatch_loop(self) -> None:
-        self._dispatch_ident = get_ident()
-        get = self._notifications.get
-        while True:
-            message = get()
-            if message is _STOP:
-                return
-            try:
-                self._dispatch(message)
-            finally:
-                self._dispatched += 1  # only this thread writes it
-
     def _dispatch(self, message: Any) -> None:
         if isinstance(message, tuple):  # a response that waited for earlier notifications
             message[0].settle_reply(message[1])
@@ -535,23 +519,13 @@ class Connection:
         params = message.get("params") or {}
         try:
             if method == "notifications/progress":
-                self._on_progress(params)
+                report_progress(self._progress, params)
             elif method == "notifications/cancelled":
                 self._served.cancelled.add(params.get("requestId"))
             elif self.notification_handler is not None:
                 self.notification_handler(method, params)
         except Exception:
             log.exception("mcpsync: notification handler failed for %s from %s", method, self.name)
-
-    def _on_progress(self, params: dict[str, Any]) -> None:
-        call = self._progress.get(params.get("progressToken"))
-        if call is None or call.on_progress is None:
-            return
-        if call.reset and call.timeout != _NEVER:
-            call.deadline = min(time.monotonic() + call.timeout, call.hard_deadline)
-        call.on_progress(
-            Progress(params.get("progress", 0), params.get("total"), params.get("message"))
-        )
 
     # -- timeouts and cancellation ------------------------------------------------------
 
@@ -589,10 +563,12 @@ class Connection:
     ) -> list[threading.Thread]:
         """Stop the dispatch and timer threads and join them with the handler threads (and
         ``also()``), all until ``deadline``; the ones still alive, after a warning naming them."""
-        self._notifications.put(_STOP)
+        self._dispatcher.stop()
         self._deadlines.stop()
         started = time.monotonic()
-        threads = [self._dispatcher, self._timer, *list(self._served.threads)]
+        threads = [self._dispatcher.thread, self._timer, *list(self._served.threads)]
+        if self._closed_callbacks.thread is not None:
+            threads.append(self._closed_callbacks.thread)
         if also is not None:
             threads += also()
         alive = join_until(threads, deadline)
