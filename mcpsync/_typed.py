@@ -1,28 +1,42 @@
 """Typed results: the official ``mcp_types`` wire models, imported on first use.
 
-Owns: ``types()`` (the lazily imported ``mcp_types`` module: ~0.2 s of pydantic model
-building, paid only when a typed result is needed), ``validate(model, data)`` with one
-cached validator per model (content blocks tagged by their ``type``), typed request
+Owns: ``types()`` (the lazily imported ``mcp_types`` module), ``validate(model, data)`` with
+one cached validator per model (content blocks tagged by their ``type``), typed request
 handlers for the user's sampling/elicitation callbacks, and the ``outputSchema`` check
 (``jsonschema``, imported on first use). Nothing here knows sessions or eras.
 
-``warm()`` does the ``mcp_types`` import and builds the common validators up front, once per
-process: ``Session.connect`` calls it right after the handshake, so a Ctrl-C during the
-first typed result never interrupts an import half-done (another thread converting its own
-result would then wait on Python's import locks). ``warm_schema()`` does the same for
-``jsonschema`` when a tool list first declares an ``outputSchema`` (before any check).
+Cold start. ``import mcp_types`` normally builds every one of its ~200 pydantic models at
+import (~75 ms on top of pydantic's own ~60 ms). Here it is imported with pydantic's
+``defer_build`` in force for the importing thread only (``_deferred_builds``): each model
+is built on its first validation, so a session builds only the model graphs its results
+need. The models, their schemas and their strictness are pydantic's, unchanged; only when
+they are built moves. A pydantic without the two hooks used imports as usual.
+
+``prefetch()`` starts that import in a background thread (``mcpsync-typed[import]``, once
+per process) as ``Session.connect`` begins, so it overlaps the server's start-up;
+``warm()``, called right after the handshake, waits for it (bounded) and builds the common
+validators. A Ctrl-C in the main thread therefore never cuts an import in half (another
+thread converting its own result would then wait on Python's import locks), and a fork
+waits for the import first (``os.register_at_fork``), so a child never inherits a module
+lock held by a thread it does not have. ``warm_schema()`` imports ``jsonschema`` when a tool
+list first declares an ``outputSchema`` (before any check).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import os
+import sys
+import threading
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from .errors import ProtocolError, ServerError
+from .errors import ProtocolError, RequestTimeout, ServerError
 
 __all__ = [
     "types",
     "validate",
+    "prefetch",
     "warm",
     "typed_handler",
     "check_schema",
@@ -30,22 +44,117 @@ __all__ = [
     "roots_result",
 ]
 
+#: bound on waiting for another thread's ``mcp_types`` import (it takes ~0.15 s)
+IMPORT_WAIT = 60.0
+
+_module: Any = None  # mcp_types, once imported
+_import_lock = threading.Lock()  # one importer at a time
+_prefetch_lock = threading.Lock()
+_prefetcher: threading.Thread | None = None
+
 
 def types() -> Any:
-    import mcp_types  # ~0.2 s of pydantic model building: only when a typed result is needed
+    """The ``mcp_types`` module (imported on the first call, models built on first use)."""
+    return _module if _module is not None else _import_types()
 
-    return mcp_types
+
+def _import_types() -> Any:
+    global _module
+    if not _import_lock.acquire(timeout=IMPORT_WAIT):
+        raise RequestTimeout(f"importing mcp_types did not finish within {IMPORT_WAIT:g} s")
+    try:
+        if _module is None:
+            if "mcp_types" in sys.modules:  # imported by the application already
+                import mcp_types
+            else:
+                with _deferred_builds():
+                    import mcp_types
+            _module = mcp_types
+        return _module
+    finally:
+        _import_lock.release()
 
 
-_validators: dict[str, Callable[[Any], Any]] = {}  # model name -> its pydantic validator
+@contextlib.contextmanager
+def _deferred_builds() -> Iterator[None]:
+    """pydantic's ``defer_build`` for every model and TypeAdapter this thread creates.
+
+    Two pydantic 2 hooks: ``ConfigWrapper.defer_build`` (read by the model metaclass) and
+    ``TypeAdapter._defer_build``. Both are consulted by thread: other threads keep their
+    own configuration while this import runs. Without the hooks nothing is changed.
+    """
+    try:
+        from pydantic import type_adapter
+        from pydantic._internal import _config
+
+        wrapper: Any = _config.ConfigWrapper
+        adapter: Any = type_adapter.TypeAdapter
+        adapter_defer = adapter.__dict__["_defer_build"]
+        adapter_getter = adapter_defer.fget if isinstance(adapter_defer, property) else None
+        if adapter_getter is None or "defer_build" in wrapper.__dict__:
+            raise LookupError("unknown pydantic layout")
+        wrapper_getattr = wrapper.__getattr__
+    except (ImportError, LookupError, AttributeError):  # another pydantic: build as usual
+        yield
+        return
+    importer = threading.get_ident()
+
+    def config_defer(self: Any) -> Any:
+        return True if threading.get_ident() == importer else wrapper_getattr(self, "defer_build")
+
+    def type_adapter_defer(self: Any) -> Any:
+        return True if threading.get_ident() == importer else adapter_getter(self)
+
+    wrapper.defer_build = property(config_defer)
+    adapter._defer_build = property(type_adapter_defer)
+    try:
+        yield
+    finally:
+        del wrapper.defer_build
+        adapter._defer_build = adapter_defer
+
+
+def prefetch() -> None:
+    """Import ``mcp_types`` and build the common validators in a background thread, once
+    per process (``Session.connect`` calls this before it starts the server)."""
+    global _prefetcher
+    if _module is not None or _prefetcher is not None:
+        return
+    with _prefetch_lock:
+        if _prefetcher is not None:
+            return
+        thread = threading.Thread(target=_prefetch_run, name="mcpsync-typed[import]")
+        if sys.platform != "win32":  # no fork on Windows
+            os.register_at_fork(before=_await_prefetch)
+        _prefetcher = thread
+        thread.start()
+
+
+def _prefetch_run() -> None:
+    try:
+        _build_warm()
+    except Exception:  # noqa: BLE001 - warm() in the connecting thread redoes it and raises
+        pass
+
+
+def _await_prefetch() -> None:
+    thread = _prefetcher
+    if thread is not None and thread is not threading.current_thread():
+        thread.join(IMPORT_WAIT)
+
+
+_validators: dict[str, Callable[[Any], Any]] = {}  # model name -> its validator
+_build_lock = threading.RLock()  # builds one validator at a time (pydantic's lazy builds)
 
 
 def _validator(model_name: str) -> Callable[[Any], Any]:
     model = getattr(types(), model_name)
-    validate = _validators[model_name] = (
-        _tagged_content(model) or model.__pydantic_validator__.validate_python
-    )
-    return validate
+    with _build_lock:
+        found = _validators.get(model_name)
+        if found is None:
+            found = _tagged_content(model) or model.__pydantic_validator__.validate_python
+            _validators[model_name] = found
+    return found
 
 
 def validate(model_name: str, data: Any) -> Any:
@@ -60,22 +169,29 @@ def validate(model_name: str, data: Any) -> Any:
 #: the results every session may convert: their validators are built by ``warm()``
 WARM_MODELS = ("Implementation", "ServerCapabilities", "CallToolResult", "ReadResourceResult",
                "GetPromptResult", "CompleteResult", "LoggingMessageNotificationParams")  # fmt: skip
-_warmed = False
+_warmed = threading.Event()
 
 
-def warm() -> None:
-    """Import ``mcp_types`` (with pydantic) and build the validators of ``WARM_MODELS`` now;
-    cheap once done (about 0.15 s the first time in a process)."""
-    global _warmed
-    if _warmed:
-        return
+def _build_warm() -> None:
     for name in WARM_MODELS:
         if name not in _validators:
             _validator(name)
     # one conversion of each kind a session makes: pydantic's first-use work happens here
     validate("CallToolResult", {"content": [{"type": "text", "text": ""}]})
     types().Tool.model_validate({"name": "warm", "inputSchema": {"type": "object"}})
-    _warmed = True
+    _warmed.set()
+
+
+def warm() -> None:
+    """``mcp_types`` imported and the validators of ``WARM_MODELS`` built: by the prefetch
+    thread if it runs (waited for, bounded), else here. Cheap once done."""
+    if _warmed.is_set():
+        return
+    thread = _prefetcher
+    if thread is not None and thread is not threading.current_thread():
+        thread.join(IMPORT_WAIT)
+    if not _warmed.is_set():  # no prefetch, or it failed: do it here (errors surface)
+        _build_warm()
 
 
 def warm_schema() -> None:

@@ -1,0 +1,145 @@
+"""Cold start: a fresh interpreter from its first statement to the first typed result.
+
+    .venv/bin/python benchmarks/coldstart.py [--reps N] [--json out.json]
+
+Rows (each the median over ``--reps`` fresh processes, the rows interleaved per rep so a
+load change hits every row alike):
+
+* ``mcpsync``: ``import mcpsync`` + ``Session.connect([python, -m, mcpsync.demo_server])``
+  + the first ``call_tool("echo")`` result (a validated ``mcp_types.CallToolResult``), with
+  the ``import mcpsync`` and ``connect`` parts of the same processes.
+* ``mcpsync, eager mcp_types``: the same, but ``import mcp_types`` plainly right after
+  ``import mcpsync`` (every model built at import, nothing overlapped: how it was before
+  the lazy builds and the background import).
+* ``bare``: a stdlib loop (json + pipes, no validation): the floor the server's start-up sets.
+* ``sdk``: the official ``mcp`` client (``ClientSession`` over ``stdio_client``).
+* imports alone: ``import mcpsync``, ``import pydantic`` + plain ``import mcp_types``,
+  ``import mcp.client.session`` (the official SDK).
+
+Target (issue 14 item 7): ``mcpsync`` <= 150 ms in all. The figures move with the load of
+the machine: compare rows of one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import bench  # noqa: E402 - the benchmark's stdio server, child runner and cold programs
+
+TARGET_MS = 150.0
+
+_MCPSYNC = """
+import time; t0 = time.perf_counter()
+import sys, mcpsync
+t1 = time.perf_counter()
+{eager}
+s = mcpsync.Session.connect({argv!r})
+t2 = time.perf_counter()
+assert s.call_tool("echo", {{"message": "hello"}}).content[0].text == "hello"
+t3 = time.perf_counter()
+print(t3 - t0, t1 - t0, t2 - t1, flush=True)
+s.close()
+"""
+
+_IMPORTS = {
+    "import mcpsync": "import mcpsync",
+    "import pydantic + mcp_types (plain)": "import mcp_types",
+    "import mcp.client.session (official SDK)": "import mcp.client.session",
+}
+
+
+def _programs(argv: list[str]) -> dict[str, str]:
+    init = bench.INIT_PARAMS
+    cold = {
+        "mcpsync": _MCPSYNC.format(argv=argv, eager=""),
+        "mcpsync, eager mcp_types": _MCPSYNC.format(argv=argv, eager="import mcp_types"),
+        "bare": bench._COLD["bare"].format(argv=argv, init=init),
+        "sdk": bench._COLD["sdk"].format(argv0=argv[0], args=argv[1:]),
+    }
+    for label, stmt in _IMPORTS.items():
+        cold[label] = (
+            f"import time\nt = time.perf_counter()\n{stmt}\nprint(time.perf_counter() - t)"
+        )
+    return cold
+
+
+def _once(code: str) -> list[float] | str:
+    rc, out, err = bench._run_child([bench.PYTHON, "-c", code], 60.0)
+    try:
+        return [float(x) for x in out.strip().splitlines()[-1].split()]
+    except (ValueError, IndexError):
+        return f"failed (exit {rc}): {err.strip()[-200:]}"
+
+
+def measure(reps: int, argv: list[str]) -> dict[str, dict[str, float] | str]:
+    programs = _programs(argv)
+    samples: dict[str, list[list[float]]] = {label: [] for label in programs}
+    failed: dict[str, str] = {}
+    labels = list(programs)
+    for rep in range(reps):
+        order = labels[rep % len(labels) :] + labels[: rep % len(labels)]
+        for label in order:
+            if label in failed:
+                continue
+            got = _once(programs[label])
+            if isinstance(got, str):
+                failed[label] = got
+            else:
+                samples[label].append(got)
+    out: dict[str, dict[str, float] | str] = {}
+    for label in labels:
+        if label in failed:
+            out[label] = failed[label]
+            continue
+        columns = list(zip(*samples[label], strict=True))
+        row = {"total_ms": 1000 * statistics.median(columns[0])}
+        if len(columns) == 3:
+            row["import_ms"] = 1000 * statistics.median(columns[1])
+            row["connect_ms"] = 1000 * statistics.median(columns[2])
+        out[label] = row
+    return out
+
+
+def render(results: dict[str, dict[str, float] | str], reps: int) -> str:
+    lines = [f"cold start, median of {reps} fresh processes (load: {bench._uptime()})", ""]
+    lines.append(f"{'row':44} {'total ms':>9} {'import':>8} {'connect':>8}")
+    for label, row in results.items():
+        if isinstance(row, str):
+            lines.append(f"{label:44} {row}")
+            continue
+        parts = [f"{row['total_ms']:9.0f}"]
+        if "import_ms" in row:
+            parts += [f"{row['import_ms']:8.0f}", f"{row['connect_ms']:8.0f}"]
+        lines.append(f"{label:44} " + " ".join(parts))
+    ours = results.get("mcpsync")
+    if isinstance(ours, dict):
+        verdict = "met" if ours["total_ms"] <= TARGET_MS else "NOT met"
+        lines += ["", f"target: mcpsync <= {TARGET_MS:.0f} ms in all: {verdict}"]
+        eager = results.get("mcpsync, eager mcp_types")
+        if isinstance(eager, dict):
+            lines.append(f"mcpsync / eager mcp_types: {ours['total_ms'] / eager['total_ms']:.2f}x")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--reps", type=int, default=11, help="fresh processes per row")
+    parser.add_argument("--json", help="also write the medians here")
+    args = parser.parse_args(argv)
+    results = measure(args.reps, bench.DEMO_ARGV)
+    print(render(results, args.reps))
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(results, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

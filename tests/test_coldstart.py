@@ -1,0 +1,167 @@
+"""Cold start: mcp_types imported in the background while the server starts, its models
+built on first use (only the graphs the results need), validation unchanged."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from mcpsync import _typed
+
+
+def _run(code: str, timeout: float = 60.0) -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+LAZY = """
+import sys, mcpsync
+from mcpsync import _typed
+assert "mcp_types" not in sys.modules and "pydantic" not in sys.modules
+with mcpsync.Session.connect([sys.executable, "-m", "mcpsync.demo_server"], era="legacy") as s:
+    names = [t for t in _typed._validators]
+    assert set(_typed.WARM_MODELS) <= set(names), names
+    import mcp_types
+    result = s.call_tool("echo", {"message": "hello"})
+    assert type(result) is mcp_types.CallToolResult
+    assert type(result.content[0]) is mcp_types.TextContent and result.content[0].text == "hello"
+    # a model no result of this session needed is still unbuilt: only the graphs used were built
+    assert not mcp_types.CreateMessageRequest.__pydantic_complete__
+    assert mcp_types.CallToolResult.__pydantic_complete__
+    # the prefetch thread is gone once connect returned
+    import threading
+    assert not [t.name for t in threading.enumerate() if t.name.startswith("mcpsync-typed")]
+print("ok")
+"""
+
+
+def test_connect_builds_only_what_results_need():
+    assert _run(LAZY).strip() == "ok"
+
+
+def test_deferred_models_validate_as_strictly_as_eager_ones():
+    """The same inputs give the same verdicts through mcpsync's lazily built models as
+    through the models of a plain ``import mcp_types`` (another interpreter)."""
+    cases = [
+        ("CallToolResult", {"content": [{"type": "text", "text": "x"}]}),
+        ("CallToolResult", {"content": [{"type": "text"}]}),  # no text
+        ("CallToolResult", {"content": [{"type": "image", "data": "AA==", "mimeType": 1}]}),
+        ("CallToolResult", {"content": "nope"}),
+        ("ListToolsResult", {"tools": [{"name": "a", "inputSchema": {"type": "object"}}]}),
+        ("ListToolsResult", {"tools": [{"inputSchema": {}}]}),
+        ("InitializeResult", {"protocolVersion": "v", "capabilities": {}, "serverInfo": {}}),
+        ("ReadResourceResult", {"contents": [{"uri": "file:///x", "text": "t"}]}),
+        ("ReadResourceResult", {"contents": [{"text": "t"}]}),
+    ]
+    program = f"""
+import json, sys
+lazy = sys.argv[1] == "lazy"
+if lazy:
+    from mcpsync import _typed
+    types = _typed.types()
+else:
+    import mcp_types as types
+out = []
+for name, data in {cases!r}:
+    try:
+        out.append(["ok", getattr(types, name).model_validate(data).model_dump(mode="json")])
+    except ValueError as exc:
+        out.append(["invalid", sorted(".".join(map(str, e["loc"])) for e in exc.errors())])
+print(json.dumps(out))
+"""
+
+    def verdicts(mode: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-c", program, mode], capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        return done.stdout
+
+    lazy, eager = verdicts("lazy"), verdicts("eager")
+    assert lazy == eager
+    assert lazy.count('"invalid"') == 6  # the six cases that must fail do fail
+
+
+def test_invalid_result_is_a_protocol_error():
+    from mcpsync.errors import ProtocolError
+
+    with pytest.raises(ProtocolError, match="invalid CallToolResult"):
+        _typed.validate("CallToolResult", {"content": [{"type": "text"}]})
+
+
+def test_deferral_is_for_the_importing_thread_only():
+    from pydantic import BaseModel, TypeAdapter, type_adapter
+    from pydantic._internal import _config
+
+    original = type_adapter.TypeAdapter.__dict__["_defer_build"]
+    other: dict[str, bool] = {}
+    inside = threading.Event()
+    release = threading.Event()
+
+    def importer() -> None:
+        with _typed._deferred_builds():
+
+            class Here(BaseModel):
+                x: int
+
+            other["here"] = Here.__pydantic_complete__
+            other["here_adapter"] = TypeAdapter(int | str).pydantic_complete
+            inside.set()
+            release.wait(30)
+
+    thread = threading.Thread(target=importer, name="mcpsync-test[importer]")
+    thread.start()
+    try:
+        assert inside.wait(30)
+
+        class There(BaseModel):  # another thread, while the deferral is in force
+            y: int
+
+        assert There.__pydantic_complete__
+        assert TypeAdapter(int | str).pydantic_complete
+    finally:
+        release.set()
+        thread.join(30)
+    assert other == {"here": False, "here_adapter": False}
+    assert "defer_build" not in _config.ConfigWrapper.__dict__  # hooks taken away again
+    assert type_adapter.TypeAdapter.__dict__["_defer_build"] is original
+
+    class After(BaseModel):
+        z: int
+
+    assert After.__pydantic_complete__
+
+
+FORK = """
+import os, sys, time
+from mcpsync import _typed
+_typed.prefetch()           # the import runs in a background thread ...
+pid = os.fork()             # ... and a fork right now waits for it (register_at_fork)
+if pid == 0:
+    try:
+        r = _typed.validate("CallToolResult", {"content": [{"type": "text", "text": "c"}]})
+        os._exit(0 if r.content[0].text == "c" else 3)
+    except BaseException:
+        os._exit(4)
+deadline = time.monotonic() + 30
+while time.monotonic() < deadline:
+    done, status = os.waitpid(pid, os.WNOHANG)
+    if done:
+        print("child", os.waitstatus_to_exitcode(status))
+        break
+    time.sleep(0.02)
+else:
+    os.kill(pid, 9)
+    print("child hung")
+"""
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="no fork")
+def test_fork_during_prefetch_leaves_the_child_able_to_import():
+    assert _run(FORK).strip() == "child 0"
