@@ -1,16 +1,26 @@
 """What the client offers a server: the capabilities the given handlers imply, and the
 handlers installed on the Connection for the server-to-client requests they answer
 (``roots/list``, ``sampling/createMessage``, ``elicitation/create``; the last two typed
-with ``mcp_types`` models on first use)."""
+with ``mcp_types`` models on first use); and the extensions ``connect(extensions=...)``
+advertises (``extensions``: an extension's default settings come from the module that
+implements it, named in ``EXTENSION_SETTINGS`` and imported only when asked for)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import importlib
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ._typed import typed_handler
+from .errors import ConfigError
 
-__all__ = ["install"]
+__all__ = ["install", "extensions", "EXTENSION_SETTINGS"]
+
+#: extension id -> "module:function" returning its default settings (it raises ConfigError
+#: when this client cannot honour the extension, e.g. an optional dependency is missing)
+EXTENSION_SETTINGS: dict[str, str] = {
+    "io.modelcontextprotocol/ui": "mcpsync.apps:settings",
+}
 
 
 def install(
@@ -34,3 +44,35 @@ def install(
         caps["elicitation"] = {"form": {}, "url": {}}
         handlers["elicitation/create"] = typed_handler(elicitation_handler, "ElicitRequestParams")
     return caps
+
+
+def extensions(
+    given: Mapping[str, Mapping[str, Any] | None] | Sequence[str] | None,
+) -> dict[str, Any]:
+    """The client capabilities for ``connect(extensions=...)``: ``{"extensions": {id: settings}}``
+    (empty when none). ``given`` is a list of extension ids (each with its default settings)
+    or a mapping of id -> settings (None: the defaults); ConfigError for anything else."""
+    if not given:
+        return {}
+    if isinstance(given, str):
+        raise ConfigError("extensions= wants a list of extension ids or a mapping, not a string")
+    items = given.items() if isinstance(given, Mapping) else [(ext, None) for ext in given]
+    offered: dict[str, dict[str, Any]] = {}
+    for ext, settings in items:
+        if not isinstance(ext, str) or "/" not in ext:
+            raise ConfigError(f"extension id {ext!r}: want 'vendor-prefix/name'")
+        if settings is None:
+            settings = _default_settings(ext)
+        if not isinstance(settings, Mapping):
+            raise ConfigError(f"extension {ext!r}: settings must be a mapping")
+        offered[ext] = dict(settings)
+    return {"extensions": offered}
+
+
+def _default_settings(ext: str) -> Mapping[str, Any]:
+    where = EXTENSION_SETTINGS.get(ext)
+    if where is None:
+        return {}
+    module, _, function = where.partition(":")
+    settings: Mapping[str, Any] = getattr(importlib.import_module(module), function)()
+    return settings

@@ -27,9 +27,12 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, Literal
 
-from . import _bringup, _typed
+from . import _bringup, _offer, _typed
 from ._bringup import BringUp
 from ._catalog import Catalog
+from ._forksafe import own_session, release_session
+from ._lifecycle import check as _check_fork
+from ._lifecycle import forked as _forked
 from ._serverlog import LOG_LEVELS, ServerLog
 from ._typed import types as _types
 from ._typed import validate as _validate
@@ -44,6 +47,7 @@ from .filters import NameFilter, ToolExcluded
 from .protocol import Agreement, CallOptions, Derived, Era, Interest, NotReady, ToolIndex
 from .protocol import pages as _pages
 from .protocol.choose import DEFAULT_CACHES, Caches, resolve_era, server_identity
+from .skills import Skills
 from .transports.base import Transport
 from .transports.select import candidates as select_transports
 
@@ -63,7 +67,7 @@ log = logging.getLogger("mcpsync")
 CLIENT_INFO = {"name": "mcpsync", "version": __version__}
 
 
-class Session(BringUp, Catalog):
+class Session(BringUp, Catalog, Skills):
     """A live MCP session. Create it with ``Session.connect(...)``; close it with ``close()``."""
 
     def __init__(self, connection: Connection, *, name: str, strict: bool = True) -> None:
@@ -92,6 +96,7 @@ class Session(BringUp, Catalog):
         self._caches: Caches = DEFAULT_CACHES  # era verdicts and cache hints
         self._notification_callbacks: list[Callable[[str, dict[str, Any]], None]] = []
         self._tool_filter: NameFilter | None = None  # include_tools / exclude_tools
+        own_session(self)  # this process's: after os.fork() the child's calls raise ForkedError
 
     # -- bring-up ----------------------------------------------------------------------
 
@@ -120,6 +125,7 @@ class Session(BringUp, Catalog):
         strict: bool = True,
         include_tools: str | Sequence[str] | None = None,
         exclude_tools: str | Sequence[str] | None = None,
+        extensions: Mapping[str, Mapping[str, Any] | None] | Sequence[str] | None = None,
         _caches: Caches | None = None,
     ) -> Session:
         """Bring up a session and return it ready for use.
@@ -142,6 +148,8 @@ class Session(BringUp, Catalog):
         ``include_tools`` / ``exclude_tools``: tool name globs (``fnmatch``; exclude wins).
         A hidden tool is not listed, and calling it raises ``ToolExcluded`` (nothing sent).
 
+        ``extensions``: extension ids (or id -> settings) advertised in the client capabilities.
+
         ``_caches`` (private): the era verdict and cache-hint stores to use instead of the
         process-wide ones (``mcpsync.protocol.choose.Caches``; tests pass fresh ones).
         """
@@ -154,6 +162,8 @@ class Session(BringUp, Catalog):
             auth=auth, timeout=timeout, connect_timeout=connect_timeout,
         )  # fmt: skip
         resolve_era(era, protocol_version)  # ConfigError before anything starts
+        _typed.prefetch()  # mcp_types imports in the background while the server starts
+        offered = _offer.extensions(extensions)  # e.g. mcpsync.apps.EXTENSION; ConfigError too
         tool_filter = NameFilter.of(include_tools, exclude_tools)
         server_key, credential_key = server_identity(
             target, env=env, cwd=cwd, headers=headers, auth=auth
@@ -171,6 +181,7 @@ class Session(BringUp, Catalog):
             session._keep_alive = auth
             session._tool_filter = tool_filter
             session._caches = _caches or DEFAULT_CACHES
+            session._client_capabilities.update(offered)
             return session
 
         session = _bringup.first_ready(
@@ -220,7 +231,7 @@ class Session(BringUp, Catalog):
 
     @property
     def closed(self) -> bool:
-        return self._conn.closed
+        return self._conn.closed or _forked(self)  # (in a forked child: not for use)
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else "open"
@@ -231,6 +242,8 @@ class Session(BringUp, Catalog):
 
     def close(self) -> None:
         """Close the session: the transport, the server process, every thread. Idempotent."""
+        if _forked(self):  # in a child of os.fork(): release its copies, leave the server be
+            return release_session(self)
         self._era.stop()  # then one deadline for the connection's threads and the era's
         self._conn.close(also=self._era.threads)
 
@@ -243,6 +256,7 @@ class Session(BringUp, Catalog):
     # -- raw requests ------------------------------------------------------------------
 
     def _require(self, method: str) -> None:
+        _check_fork(self)  # ForkedError in a child of os.fork()
         if method in self._allowed or not self.strict or self._handshake is None:
             return  # checked already against this agreement, or lax
         _pages.require(self._handshake.capabilities, method, self.name)

@@ -71,4 +71,23 @@ else
     echo "$node_want" > "$node_stamp"
 fi
 
+# ---------------------------------------------------------------- chromium (tests/browser)
+# The MCP Apps browser test drives JupyterLab with Debian's chromium + chromium-driver.
+if command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; then
+    say "chromium + chromedriver: present"
+else
+    apt=()
+    if [ "$(id -u)" -eq 0 ]; then apt=(apt-get); elif sudo -n true 2>/dev/null; then apt=(sudo -n apt-get); fi
+    if [ "${#apt[@]}" -eq 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+        say "chromium: missing and not installable here (needs apt-get as root or sudo): the browser test will skip"
+    else
+        say "chromium: missing; installing Debian's chromium and chromium-driver with apt-get"
+        export DEBIAN_FRONTEND=noninteractive
+        "${apt[@]}" install -y --no-install-recommends chromium chromium-driver >/dev/null \
+            || { "${apt[@]}" update >/dev/null && retry "apt-get install chromium chromium-driver" \
+                "${apt[@]}" install -y --no-install-recommends chromium chromium-driver >/dev/null; }
+        say "chromium: installed"
+    fi
+fi
+
 say "ready: $(.venv/bin/python --version), node $(tests/node/node_modules/.bin/node --version)"

@@ -36,6 +36,8 @@ OPTIONAL_IMPORTS: dict[str, str | None] = {
     "fastmcp": None,  # ... or its own FastMCP server object
     "langchain_core": "langchain",  # mcpsync.adapters.langchain
     "distributed": "dask",  # mcpsync smoke --dask
+    "anywidget": "apps",  # mcpsync.apps.AppView
+    "traitlets": "apps",  # ... its synced state
 }
 
 
