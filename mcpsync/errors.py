@@ -10,7 +10,7 @@ Security: no exception text may carry a token, a client secret or an authorizati
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 __all__ = [
     "MCPSyncError",
@@ -32,6 +32,12 @@ __all__ = [
     "ServerError",
     "SessionClosed",
     "AuthError",
+    "TokenError",
+    "InvalidGrant",
+    "UnauthorizedClient",
+    "InvalidScope",
+    "AccessDenied",
+    "ExpiredToken",
 ]
 
 
@@ -166,3 +172,51 @@ class SessionClosed(MCPSyncError):
 
 class AuthError(MCPSyncError):
     """The authorization flow failed or was refused; never carries a secret."""
+
+class TokenError(AuthError):
+    """An authorization server (or enterprise IdP) refused a token request (RFC 6749 5.2).
+
+    ``error`` is its OAuth error code, ``step`` the request that failed ("jwt-bearer",
+    "token-exchange", "device_code", ...), ``status`` the HTTP status. Grants of a workload
+    or enterprise identity are never retried with another grant after one of these."""
+
+    #: OAuth error code -> subclass; filled by the subclasses below
+    by_code: ClassVar[dict[str, type[TokenError]]] = {}
+
+    def __init__(self, message: str, *, error: str, step: str, status: int | None = None) -> None:
+        self.error = error
+        self.step = step
+        self.status = status
+        super().__init__(message)
+
+    def __init_subclass__(cls, code: str = "", **kw: Any) -> None:
+        super().__init_subclass__(**kw)
+        if code:
+            TokenError.by_code[code] = cls
+
+    @staticmethod
+    def of(message: str, *, error: str, step: str, status: int | None = None) -> TokenError:
+        """The subclass for ``error`` (TokenError itself for other codes)."""
+        cls = TokenError.by_code.get(error, TokenError)
+        return cls(message, error=error, step=step, status=status)
+
+
+class InvalidGrant(TokenError, code="invalid_grant"):
+    """The grant was refused: an assertion expired, had the wrong audience or a bad
+    signature; a code, refresh token or device code no longer valid."""
+
+
+class UnauthorizedClient(TokenError, code="unauthorized_client"):
+    """The client (or workload) may not use this grant type at this authorization server."""
+
+
+class InvalidScope(TokenError, code="invalid_scope"):
+    """The requested scope is not permitted for this grant."""
+
+
+class AccessDenied(TokenError, code="access_denied"):
+    """The person declined the authorization (device flow)."""
+
+
+class ExpiredToken(TokenError, code="expired_token"):
+    """The device code expired before the person approved (device flow)."""

@@ -16,6 +16,11 @@ Owns the public API of the auth package. Typical use::
     auth = OAuth.client_credentials("svc", "s3cret")
     auth = OAuth.client_credentials("svc", private_key_pem=pem, signing_algorithm="ES256")
 
+    # a workload with a platform identity JWT (Kubernetes projected token), no registration
+    auth = OAuth.workload_identity(assertion_file="/var/run/secrets/tokens/mcp")
+    # the user's enterprise ID token -> ID-JAG at the IdP -> token at the server's AS
+    auth = OAuth.enterprise_managed("app", "s3cret", id_token=get_id_token, idp_issuer=idp)
+
     # tests / auto-approving servers: no browser, no listener
     auth = OAuth(redirect="headless")
 
@@ -31,6 +36,7 @@ from __future__ import annotations
 from ..errors import AuthError
 from .discovery import AuthServerMetadata, ProtectedResourceMetadata
 from .flow import TokenSet
+from .grants import AssertionProvider
 from .oauth import OAuth
 from .redirect import (
     DEFAULT_REDIRECT_URI,
@@ -59,6 +65,7 @@ __all__ = [
     "headless_redirect",
     "DEFAULT_REDIRECT_URI",
     "TokenSet",
+    "AssertionProvider",
     "ClientInfo",
     "ProtectedResourceMetadata",
     "AuthServerMetadata",

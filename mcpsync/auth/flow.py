@@ -35,7 +35,7 @@ from oauthlib.oauth2.rfc6749.clients.base import Client as _OAuthlibClient
 from oauthlib.oauth2.rfc6749.errors import OAuth2Error
 from oauthlib.oauth2.rfc6749.parameters import parse_token_response, prepare_token_request
 
-from ..errors import AuthError, ConfigError
+from ..errors import AuthError, ConfigError, TokenError
 from ._util import log, redact, require_secure, short
 from .discovery import AuthServerMetadata
 from .registration import ClientInfo, choose_auth_method
@@ -325,7 +325,7 @@ def _token_request(
         kw["client_assertion_type"] = JWT_BEARER_ASSERTION
         kw["client_assertion"] = assertion
     body = prepare_token_request(
-        grant_type, include_client_id=include_client_id, client_id=client.client_id, **kw
+        grant_type, include_client_id=include_client_id, client_id=client.client_id or None, **kw
     )
     try:
         r = http.post(endpoint, data=body, headers=headers, timeout=timeout, allow_redirects=False)
@@ -347,10 +347,13 @@ def _token_request(
     try:
         tok = parse_token_response(text)
     except OAuth2Error as exc:
-        msg = f"token request ({grant_type}) refused by {short(endpoint)}: {exc.error}"
+        step = grant_type.rsplit(":", 1)[-1]  # urn:...:grant-type:jwt-bearer -> jwt-bearer
+        msg = f"token request ({step}) refused by {short(endpoint)}: {exc.error}"
         if exc.description:
             msg += f" ({str(exc.description)[:200]})"
-        raise AuthError(redact(msg, secret_list)) from None
+        raise TokenError.of(
+            redact(msg, secret_list), error=exc.error, step=step, status=r.status_code
+        ) from None
     except Exception as exc:  # noqa: BLE001 - non-JSON garbage, missing fields, oauthlib warnings
         raise AuthError(
             f"token request ({grant_type}) to {short(endpoint)} gave no usable token "

@@ -32,7 +32,7 @@ from requests.auth import AuthBase
 from requests.cookies import extract_cookies_to_jar
 from requests.utils import rewind_body
 
-from ..errors import AuthError, ConfigError
+from ..errors import AuthError, ConfigError, TokenError
 from ._util import canonical_server_url, log, same_origin, short
 from .discovery import (
     AuthServerMetadata,
@@ -47,6 +47,7 @@ from .flow import (
     refresh_access_token,
     select_scopes,
 )
+from .grants import Grant, GrantConstructors
 from .redirect import RedirectHandler, resolve_redirect
 from .registration import (
     validate_client_metadata_url,
@@ -58,7 +59,7 @@ from .www_authenticate import Challenge, bearer_challenge
 __all__ = ["OAuth"]
 
 
-class OAuth(_Selection, AuthBase):
+class OAuth(_Selection, GrantConstructors, AuthBase):
     """MCP authorization for one server, as a ``requests`` auth object.
 
     Authorization code flow (a person approves in a browser)::
@@ -70,7 +71,8 @@ class OAuth(_Selection, AuthBase):
                      redirect_uri="http://127.0.0.1:8976/callback", redirect="paste")
         auth = OAuth(redirect=lambda url: robot_visits(url))    # programmatic
 
-    Machine-to-machine: :meth:`client_credentials`.
+    Machine-to-machine: :meth:`client_credentials`, :meth:`workload_identity` (a workload's
+    platform JWT), :meth:`enterprise_managed` (the user's enterprise ID token, via an ID-JAG).
 
     Parameters (all keyword-only):
         client_name: shown by the AS on its consent page (DCR).
@@ -127,6 +129,7 @@ class OAuth(_Selection, AuthBase):
             raise ConfigError("max_auth_attempts must be at least 1")
         self.client_name = client_name
         self._grant = "authorization_code"
+        self._machine: Grant | None = None  # workload_identity / enterprise_managed (grants.py)
         self._redirect_spec = redirect
         self._redirect_uri = redirect_uri
         self._redirect: RedirectHandler | None = None
@@ -367,15 +370,17 @@ class OAuth(_Selection, AuthBase):
         if tok is None:
             return None
         if tok.expires_within(self.refresh_skew):
-            if self._grant == "client_credentials" and tok.issuer in self._asm and tok.resource:
+            if self._grant != "authorization_code" and tok.issuer in self._asm and tok.resource:
                 try:
                     self._client_credentials(
                         self._asm[tok.issuer], tok.resource, tok.requested_scopes
                     )
                     return self._token
                 except AuthError as exc:
-                    log.info("client_credentials renewal failed: %s", exc)
+                    log.info("%s renewal failed: %s", self._grant, exc)
                     self._drop_token()
+                    if self._machine is not None and isinstance(exc, TokenError):
+                        raise  # a refused assertion is not tried again, by any grant
                     return None
             if tok.refresh_token:
                 try:
@@ -473,11 +478,11 @@ class OAuth(_Selection, AuthBase):
             prm_supported=prm.scopes_supported if prm else None,
             previous=self._requested_scopes,
         )
-        if self._grant == "client_credentials":
+        if self._grant != "authorization_code":  # client_credentials, or a Grant (grants.py)
             self._client_credentials(
                 asm, resource, select_scopes(**scopes_args, asm=None, offline_access=False)
             )
-            return "client_credentials"
+            return self._grant
         scopes = select_scopes(**scopes_args, asm=asm, offline_access=self._offline_access)
         handler = self._redirect_handler()
         try:
@@ -518,15 +523,18 @@ class OAuth(_Selection, AuthBase):
     def _client_credentials(
         self, asm: AuthServerMetadata, resource: str, scopes: list[str] | None
     ) -> None:
-        client = self._preregistered(asm)
-        assert client is not None
-        tok = client_credentials_grant(
-            self._http, asm, client, scopes=scopes, resource=resource,
-            timeout=self.timeout, allow_insecure=self.allow_insecure_http,
-        )  # fmt: skip
+        if self._machine is not None:  # jwt-bearer: workload identity, enterprise-managed
+            tok = self._machine.obtain(self, asm, resource, scopes)
+        else:
+            client = self._preregistered(asm)
+            assert client is not None
+            tok = client_credentials_grant(
+                self._http, asm, client, scopes=scopes, resource=resource,
+                timeout=self.timeout, allow_insecure=self.allow_insecure_http,
+            )  # fmt: skip
         self._requested_scopes = scopes
         self._set_token(tok)
-        log.info("obtained a client_credentials token from %s", asm.issuer)
+        log.info("obtained a %s token from %s", self._grant, asm.issuer)
 
     def _redirect_handler(self) -> RedirectHandler:
         if self._redirect is None:

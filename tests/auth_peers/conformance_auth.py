@@ -7,6 +7,8 @@ listens, so every authorization-code scenario uses the headless redirect handler
 
 - ``auth/client-credentials-basic``: client_credentials with client_secret_basic (context);
 - ``auth/client-credentials-jwt``: client_credentials with private_key_jwt (context key, ES256);
+- ``auth/wif-jwt-bearer``: workload identity federation with the context's valid assertion;
+- ``auth/enterprise-managed-authorization``: the context's ID token exchanged at its IdP;
 - ``auth/pre-registration``: the context's pre-registered client, bound to its issuer;
 - everything else: a client that offers the Client ID Metadata Document URL
   ``https://conformance-test.local/client-metadata.json`` (used only where the AS
@@ -46,6 +48,16 @@ def auth_for_conformance(scenario: str, context: dict[str, Any] | None = None) -
             ctx["client_id"],
             private_key_pem=ctx["private_key_pem"],
             signing_algorithm=ctx.get("signing_algorithm") or "ES256",
+        )
+    if name == "wif-jwt-bearer":  # workload identity: the valid assertion, no registration
+        return OAuth.workload_identity(ctx["valid_jwt"], client_id=ctx.get("client_id"))
+    if name == "enterprise-managed-authorization":  # ID token -> ID-JAG at the IdP -> token
+        return OAuth.enterprise_managed(
+            ctx["client_id"],
+            ctx["client_secret"],
+            id_token=ctx["idp_id_token"],
+            idp_token_endpoint=ctx["idp_token_endpoint"],
+            idp_client_id=ctx.get("idp_client_id"),
         )
     if name == "pre-registration" and ctx.get("client_id"):
         return OAuth(
