@@ -13,6 +13,7 @@ blocking API) -> ``host`` (many servers) -> ``cli``.
 from typing import TYPE_CHECKING
 
 from . import display, handlers
+from ._restart import RestartEvent, RestartPolicy
 from ._version import __version__ as __version__
 from .config import (
     AuthSettings,
@@ -36,8 +37,10 @@ from .errors import (
     ProtocolError,
     RequestCancelled,
     RequestTimeout,
+    RestartLimitReached,
     ServerError,
     ServerExited,
+    ServerRestarted,
     SessionClosed,
     TransportError,
     VersionMismatch,
@@ -49,6 +52,8 @@ from .session import Session
 
 __all__ = [
     "Session",
+    "RestartPolicy",
+    "RestartEvent",
     "smoke",
     "Progress",
     "Host",
@@ -81,6 +86,8 @@ __all__ = [
     "WriteTimeout",
     "ServerError",
     "ServerExited",
+    "ServerRestarted",
+    "RestartLimitReached",
     "SessionClosed",
     "TransportError",
     "VersionMismatch",

@@ -17,6 +17,8 @@ __all__ = [
     "ConfigError",
     "TransportError",
     "ServerExited",
+    "ServerRestarted",
+    "RestartLimitReached",
     "ConnectError",
     "DNSError",
     "TLSError",
@@ -71,6 +73,22 @@ class ServerExited(TransportError):
         if stderr_tail:
             full += "\n--- last stderr lines ---\n" + stderr_tail
         super().__init__(full)
+
+
+class ServerRestarted(ServerExited):
+    """The server stopped (a stdio exit, an HTTP server unreachable) while this call was in
+    flight, and the session's restart policy brings it up again; the call was not re-sent.
+    ``reason``: the error that ended it (also ``__cause__``); ``method``: the call's method."""
+
+    def __init__(self, message: str, *, reason: BaseException, method: str | None = None) -> None:
+        self.reason = reason
+        self.method = method
+        exited = reason if isinstance(reason, ServerExited) else None
+        super().__init__(
+            message,
+            exit_code=exited.exit_code if exited else None,
+            stderr_tail=exited.stderr_tail if exited else "",
+        )
 
 
 class ConnectError(TransportError):
@@ -170,8 +188,18 @@ class SessionClosed(MCPSyncError):
     """The session was closed (by the caller or because its transport ended)."""
 
 
+class RestartLimitReached(ServerExited, SessionClosed):
+    """The restart policy gave up: ``max_attempts`` bring-ups in a row failed or died soon
+    after. The session stays closed; ``reasons`` keeps every error of that run, oldest first."""
+
+    def __init__(self, message: str, *, reasons: list[BaseException]) -> None:
+        self.reasons = list(reasons)
+        super().__init__(message)
+
+
 class AuthError(MCPSyncError):
     """The authorization flow failed or was refused; never carries a secret."""
+
 
 class TokenError(AuthError):
     """An authorization server (or enterprise IdP) refused a token request (RFC 6749 5.2).

@@ -1,0 +1,279 @@
+"""The era a Session with a restart policy holds: every call through the current era, with
+the server's death turned into ``ServerRestarted``.
+
+Owns: ``Guard`` (an ``Era`` that delegates to the era of the current bring-up, waits while
+a restart is under way, tells the restart policy when a call saw the server die, and
+re-sends reads after the restart when the policy allows it), ``Guarded`` (the future it
+returns, settled with the translated error or the re-sent read's outcome), ``Gate`` (what
+the guard needs from ``_restart.Restarter``), ``READ_METHODS`` and ``is_death``.
+
+A call in flight when the server died fails with ``ServerRestarted`` (never re-sent when it
+is not a read, e.g. ``tools/call``); a call made while the restart runs waits for it (bounded
+by the call's timeout) and goes out on the new connection.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import Any, Protocol
+
+from ._calls import Default
+from .connection import Connection
+from .errors import ConnectError, ServerRestarted, TLSError, TransportError
+from .protocol import CallOptions, Convert, Derived, Era, settle
+from .protocol.modern import ModernFuture
+
+__all__ = ["Gate", "Guard", "Guarded", "READ_METHODS", "is_death"]
+
+#: requests that only read: re-sent after a restart when ``RestartPolicy(retry_reads=True)``
+READ_METHODS = frozenset(
+    {
+        "ping",
+        "server/discover",
+        "tools/list",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+        "prompts/list",
+        "prompts/get",
+        "completion/complete",
+        "tasks/get",
+        "tasks/list",
+    }
+)
+
+
+def is_death(conn: Connection, error: BaseException) -> BaseException | None:
+    """Why the server behind ``conn`` is gone, if ``error`` (a failed call) shows it: the
+    connection ended by itself (a stdio exit, an event stream that ended), or an HTTP
+    server could not be reached (``ConnectError``, TLS failures excepted). None otherwise."""
+    if conn.closed and conn.close_error is not None:
+        return conn.close_error
+    if isinstance(error, ConnectError) and not isinstance(error, TLSError):
+        return error
+    return None
+
+
+class Gate(Protocol):
+    """What the guard asks of the restart policy (``_restart.Restarter``)."""
+
+    retry_reads: bool
+    #: the log level last asked for (re-sent after a restart)
+    level: str | None
+
+    def ready(self, timeout: float | None) -> tuple[Era, Connection]:
+        """The current era and connection; waits (bounded) while a restart runs."""
+
+    def died(self, conn: Connection, reason: BaseException, method: str) -> ServerRestarted:
+        """``conn``'s server is gone: start a restart (once) and word the in-flight error."""
+
+    def after_restart(self, callback: Callable[[Era | None, BaseException | None], None]) -> None:
+        """Run ``callback(era, None)`` once the restart is done, ``(None, error)`` if it failed."""
+
+    def bound(self) -> float:
+        """Seconds a restart may take in all (backoffs and bring-ups)."""
+
+    def threads(self) -> list[threading.Thread]:
+        """The restart threads alive, for the close join."""
+
+
+def _timeout_of(opts: CallOptions | None, conn: Connection) -> float | None:
+    """The call's timeout in seconds (None: no limit); the connection's when it names none."""
+    if opts is None or isinstance(opts.timeout, Default):
+        return conn.default_timeout
+    return opts.timeout
+
+
+class Guarded(Derived):
+    """A guarded call's future: the source's outcome, a death as ``ServerRestarted``, or,
+    for a read the policy re-sends, the outcome of the same read after the restart."""
+
+    def __init__(
+        self,
+        source: Future[Any],
+        gate: Gate,
+        era: Era,
+        conn: Connection,
+        method: str,
+        again: Callable[[Era], Future[Any]] | None,
+    ) -> None:
+        self.era, self.method = era, method
+        self._gate, self._watched, self._again = gate, conn, again
+        super().__init__(source, _same, conn)
+
+    @property
+    def source(self) -> Future[Any]:
+        return self._source
+
+    @property
+    def task_id(self) -> str | None:
+        """The task the server made of this call (modern era, tasks extension), else None."""
+        return self._source.task_id if isinstance(self._source, ModernFuture) else None
+
+    def _resolve(self, source: Future[Any]) -> None:
+        error = None if source.cancelled() else source.exception()
+        reason = is_death(self._watched, error) if isinstance(error, TransportError) else None
+        if reason is None:
+            super()._resolve(source)
+            return
+        restarted = self._gate.died(self._watched, reason, self.method)
+        if self._again is None:
+            settle(self, restarted)
+            return
+        again = self._again
+
+        def resend(era: Era | None, failure: BaseException | None) -> None:
+            if era is None:
+                settle(self, failure or restarted)
+                return
+            try:
+                follow = again(era)
+            except BaseException as exc:  # noqa: BLE001 - delivered through the future
+                settle(self, exc)
+                return
+            follow.add_done_callback(self._copy)
+
+        self._gate.after_restart(resend)
+
+    def _copy(self, follow: Future[Any]) -> None:
+        if follow.cancelled():
+            Future.cancel(self)
+        elif (error := follow.exception()) is not None:
+            settle(self, error)
+        else:
+            settle(self, None, follow.result())
+
+    def result(self, timeout: float | None = None) -> Any:
+        if self._source.done():  # settled, or waiting for a re-sent read: a plain wait
+            return Future.result(self, timeout)
+        return super().result(timeout)
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+class Guard(Era):
+    """The Session's era while a restart policy is on; ``inner`` is the current bring-up's."""
+
+    name = "legacy"
+    bringup_phase = "initialize"
+
+    def __init__(self, gate: Gate, inner: Era, conn: Connection) -> None:
+        self._gate = gate
+        self.inner = inner
+        self.conn = conn
+        self.agreement = inner.agreement
+
+    def install(self, inner: Era, conn: Connection) -> None:
+        """The restart brought up ``inner`` over ``conn``."""
+        self.inner, self.conn, self.agreement = inner, conn, inner.agreement
+
+    def _now(self, opts: CallOptions | None = None) -> tuple[Era, Connection]:
+        return self._gate.ready(_timeout_of(opts, self.conn))
+
+    def _guarded(self, method: str, opts: CallOptions | None, run: Callable[[Era], Any]) -> Any:
+        """``run(era)`` on the current era; a death raises ``ServerRestarted``, or runs a
+        read once more on the restarted era when the policy re-sends reads."""
+        era, conn = self._now(opts)
+        try:
+            return run(era)
+        except TransportError as exc:
+            reason = is_death(conn, exc)
+            if reason is None:
+                raise
+            restarted = self._gate.died(conn, reason, method)
+            if not (self._gate.retry_reads and method in READ_METHODS):
+                raise restarted from exc
+        era, conn = self._now(opts)  # waits for the restart (bounded)
+        try:
+            return run(era)
+        except TransportError as exc:
+            reason = is_death(conn, exc)
+            if reason is None:
+                raise
+            raise self._gate.died(conn, reason, method) from exc
+
+    def _future(
+        self,
+        method: str,
+        opts: CallOptions | None,
+        send: Callable[[Era], Future[Any]],
+    ) -> Future[Any]:
+        era, conn = self._now(opts)
+        again = send if self._gate.retry_reads and method in READ_METHODS else None
+        try:
+            source = send(era)
+        except TransportError as exc:
+            reason = is_death(conn, exc)
+            if reason is None:
+                raise
+            restarted = self._gate.died(conn, reason, method)
+            if again is None:
+                raise restarted from exc
+            era, conn = self._now(opts)
+            source = send(era)
+        return Guarded(source, self._gate, era, conn, method, again)
+
+    # -- the Era interface -------------------------------------------------------------
+
+    def call(
+        self, method: str, params: dict[str, Any] | None, convert: Convert, opts: CallOptions
+    ) -> Any:
+        return self._guarded(method, opts, lambda era: era.call(method, params, convert, opts))
+
+    def submit(
+        self, method: str, params: dict[str, Any] | None, convert: Convert, opts: CallOptions
+    ) -> Future[Any]:
+        return self._future(method, opts, lambda era: era.submit(method, params, convert, opts))
+
+    def page(self, method: str, params: dict[str, Any] | None) -> Future[Any]:
+        return self._future(method, None, lambda era: era.page(method, params))
+
+    def wait(self, future: Future[Any]) -> Any:
+        if isinstance(future, Guarded):
+            try:
+                future.era.wait(future.source)  # reads its reply (stdio) in this thread
+            except KeyboardInterrupt:
+                future.cancel()
+                raise
+            except BaseException:  # noqa: BLE001, S110 - the guarded future holds the outcome
+                pass
+            return future.result(timeout=self._gate.bound())
+        return self._guarded("request", None, lambda era: era.wait(future))
+
+    def subscribe(self, uri: str, timeout: float | None) -> None:
+        self._guarded("resources/subscribe", None, lambda era: era.subscribe(uri, timeout))
+
+    def unsubscribe(self, uri: str, timeout: float | None) -> None:
+        self._guarded("resources/unsubscribe", None, lambda era: era.unsubscribe(uri, timeout))
+
+    def set_log_level(self, level: str) -> None:
+        self._gate.level = level  # asked again of a restarted server
+        self._guarded("logging/setLevel", None, lambda era: era.set_log_level(level))
+
+    def watch(self, timeout: float | None) -> None:
+        self._now()[0].watch(timeout)
+
+    def roots_changed(self) -> None:
+        self._guarded("notifications/roots/list_changed", None, lambda era: era.roots_changed())
+
+    def invalidate(self, *methods: str) -> None:
+        self.inner.invalidate(*methods)
+
+    def cached(self, method: str) -> list[Any] | None:
+        return self.inner.cached(method)
+
+    def on_notification(self, method: str, params: dict[str, Any]) -> bool:
+        return self.inner.on_notification(method, params)
+
+    def on_expired(self, reinitialize: Callable[[], None]) -> None:
+        self.inner.on_expired(reinitialize)
+
+    def stop(self) -> None:
+        self.inner.stop()
+
+    def threads(self) -> list[threading.Thread]:
+        return [*self.inner.threads(), *self._gate.threads()]

@@ -1,0 +1,567 @@
+"""The restart policy: a session that brings its server up again when it dies.
+
+Owns: ``RestartPolicy`` (``Session.connect(restart=True | RestartPolicy(...))`` and a Host
+entry's ``restart`` key), ``RestartEvent`` (one death and what followed), ``Restarter``
+(one per session with a policy: sees the death through ``Connection.on_closed`` or through
+a call that failed, brings the session up again on a named ``mcpsync-restart[name]``
+thread with the same target, capabilities and handlers, re-opens what was open, and gives
+up after ``max_attempts`` in a row, keeping every reason), and ``Restarts``, the Session
+mixin with ``restarts``, ``restart_history``, ``restart_policy`` and ``task(task_id)``.
+
+What is re-opened: resource subscriptions, list-changed interest (the modern era's
+``subscriptions/listen`` stream), the log level; the tool cache is forgotten. Calls in flight
+when the server died fail with ``ServerRestarted`` (``_guard``); reads are re-sent only with
+``retry_reads=True``. An HTTP session the server forgot (404) is initialized again in place
+(the request that met the 404 is re-sent: the server never ran it) and counts as a restart.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from . import _bringup, _typed
+from ._guard import Guard
+from .connection import CLOSE_TIMEOUT, DEFAULT, Connection, Default, join_until
+from .errors import (
+    CapabilityError,
+    ConfigError,
+    HTTPStatusError,
+    MCPSyncError,
+    RequestTimeout,
+    RestartLimitReached,
+    ServerRestarted,
+    SessionClosed,
+    SessionExpired,
+)
+from .protocol import CallOptions, Era, settle
+from .protocol.modern import ModernEra, ModernFuture
+from .transports.base import Transport
+
+if TYPE_CHECKING:
+    from ._bringup import BringUp
+
+__all__ = ["RestartPolicy", "RestartEvent", "Restarter", "Restarts", "attach"]
+
+log = logging.getLogger("mcpsync")
+
+#: config keys of a Host entry's ``restart`` object -> RestartPolicy fields
+_CONFIG_KEYS = {
+    "maxAttempts": "max_attempts",
+    "backoff": "backoff",
+    "maxBackoff": "max_backoff",
+    "factor": "factor",
+    "resetAfter": "reset_after",
+    "retryReads": "retry_reads",
+}
+
+
+@dataclass(frozen=True)
+class RestartPolicy:
+    """When and how often a dead server is brought up again.
+
+    ``max_attempts`` bring-ups in a row (a server that dies within ``reset_after`` seconds
+    of coming back counts on) before the session gives up and stays closed with
+    ``RestartLimitReached``; before attempt n it waits ``backoff * factor**(n-1)`` seconds,
+    at most ``max_backoff`` (the wait ends at once when the session is closed).
+    ``retry_reads``: re-send reads (lists, ``resources/read``, ``prompts/get``, ping) that
+    were in flight, after the restart; a ``tools/call`` is never re-sent. ``on_restart``:
+    called with the ``RestartEvent`` once each restart succeeded or was given up, on the
+    restart thread. ``make_transport``: for a ``Transport`` target, how to make the next one.
+    """
+
+    max_attempts: int = 5
+    backoff: float = 0.5
+    max_backoff: float = 30.0
+    factor: float = 2.0
+    reset_after: float = 60.0
+    retry_reads: bool = False
+    on_restart: Callable[[RestartEvent], None] | None = field(default=None, compare=False)
+    make_transport: Callable[[], Transport] | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.max_attempts, bool) or not isinstance(self.max_attempts, int):
+            raise ConfigError(f"max_attempts must be an integer, not {self.max_attempts!r}")
+        if self.max_attempts < 1:
+            raise ConfigError("max_attempts must be at least 1")
+        for key in ("backoff", "max_backoff", "reset_after"):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+                raise ConfigError(f"{key} must be a number of seconds >= 0, not {value!r}")
+        if (
+            isinstance(self.factor, bool)
+            or not isinstance(self.factor, int | float)
+            or self.factor < 1
+        ):
+            raise ConfigError(f"factor must be a number >= 1, not {self.factor!r}")
+
+    def delay(self, attempt: int) -> float:
+        """Seconds to wait before bring-up attempt ``attempt`` (1-based) of a run."""
+        return float(min(self.backoff * self.factor ** max(attempt - 1, 0), self.max_backoff))
+
+    @classmethod
+    def of(cls, value: Any, *, where: str = "restart") -> RestartPolicy | None:
+        """A policy from ``restart=``: None/False (off), True (defaults), a policy, or a
+        config mapping (``maxAttempts``, ``backoff``, ``maxBackoff``, ``factor``,
+        ``resetAfter``, ``retryReads``; the snake_case names too)."""
+        if value is None or value is False:
+            return None
+        if value is True:
+            return cls()
+        if isinstance(value, RestartPolicy):
+            return value
+        if isinstance(value, Mapping):
+            fields = set(_CONFIG_KEYS.values())
+            kwargs: dict[str, Any] = {}
+            for key, item in value.items():
+                name = _CONFIG_KEYS.get(key, key)
+                if name not in fields:
+                    known = ", ".join(_CONFIG_KEYS)
+                    raise ConfigError(f"{where}: unknown key {key!r} (known: {known})")
+                kwargs[name] = item
+            return cls(**kwargs)
+        raise ConfigError(f"{where} must be true, false or a RestartPolicy, not {value!r}")
+
+
+@dataclass
+class RestartEvent:
+    """One death of the server and what followed."""
+
+    #: what ended the session (``ServerExited``, ``ConnectError``, ``SessionExpired`` ...)
+    reason: BaseException
+    #: ``time.time()`` of the death
+    at: float
+    #: 1 for the session's first death, 2 for the next ...
+    number: int
+    #: the errors of the bring-up attempts that failed, in order
+    failures: list[BaseException] = field(default_factory=list)
+    #: True: the session is back; False: given up (or closed meanwhile); None: under way
+    ok: bool | None = None
+    #: seconds from the death until the session was back (or given up)
+    seconds: float = 0.0
+    #: what was opened again ("subscription <uri>", "log level debug", "listen ...")
+    reopened: list[str] = field(default_factory=list)
+    #: what could not be opened again, in words
+    problems: list[str] = field(default_factory=list)
+
+
+def _words(error: BaseException) -> str:
+    first = str(error).splitlines()[0] if str(error) else ""
+    return f"{type(error).__name__}: {first}" if first else type(error).__name__
+
+
+_READY, _RESTARTING, _FAILED, _STOPPED = "ready", "restarting", "failed", "stopped"
+
+
+class Restarter:
+    """Keeps one Session alive under a ``RestartPolicy``."""
+
+    def __init__(
+        self,
+        session: BringUp,
+        policy: RestartPolicy,
+        select: Callable[[float | None], list[Callable[[], Transport]]],
+        prepare: Callable[[Transport], BringUp],
+        connect_timeout: float | None,
+    ) -> None:
+        self.policy = policy
+        self.retry_reads = policy.retry_reads
+        self.level: str | None = None
+        self.history: list[RestartEvent] = []
+        self.count = 0
+        self._session = session
+        self._name = session.name
+        self._select = select
+        self._prepare = prepare
+        self._connect_timeout = connect_timeout
+        self._lock = threading.Lock()
+        self._state = _READY
+        self._ready = threading.Event()
+        self._ready.set()
+        self._stop = threading.Event()
+        self._failure: BaseException | None = None
+        self._starting: Connection | None = None
+        self._threads: set[threading.Thread] = set()
+        self._later: list[Callable[[Era | None, BaseException | None], None]] = []
+        self._streak = 0  # bring-up attempts since the server last stayed up reset_after s
+        self._run_reasons: list[BaseException] = []
+        self._up_since = time.monotonic()
+        self.guard = Guard(self, session._era, session._conn)
+
+    # -- what the guard and the Session ask --------------------------------------------
+
+    @property
+    def finished(self) -> bool:
+        """Closed by the caller, or given up: nothing will bring the session back."""
+        return self._state in (_FAILED, _STOPPED)
+
+    def bound(self) -> float:
+        per = self._connect_timeout if self._connect_timeout is not None else 60.0
+        waits = sum(self.policy.delay(n) for n in range(1, self.policy.max_attempts + 1))
+        return waits + per * self.policy.max_attempts + 5.0
+
+    def ready(self, timeout: float | None) -> tuple[Era, Connection]:
+        guard = self.guard
+        conn = guard.conn
+        if self._state == _READY and conn.closed and conn.close_error is not None:
+            self.trigger(conn, conn.close_error)  # died before the callback came: wait for it
+        if not self._ready.is_set():
+            bound = self.bound() if timeout is None else min(timeout, self.bound())
+            if not self._ready.wait(bound):
+                raise RequestTimeout(f"{self._name!r} is still being restarted after {bound:g} s")
+        if self._state == _FAILED:
+            assert self._failure is not None
+            raise self._failure
+        if self._state == _STOPPED:
+            raise SessionClosed(f"session with {self._name!r} was closed")
+        return guard.inner, guard.conn
+
+    def died(self, conn: Connection, reason: BaseException, method: str) -> ServerRestarted:
+        self.trigger(conn, reason)
+        return ServerRestarted(
+            f"{method} to {self._name!r} was in flight when the server stopped "
+            f"({_words(reason)}); the restart policy brings it up again and the call "
+            "was not re-sent",
+            reason=reason,
+            method=method,
+        )
+
+    def after_restart(self, callback: Callable[[Era | None, BaseException | None], None]) -> None:
+        with self._lock:
+            if self._state == _RESTARTING:
+                self._later.append(callback)
+                return
+            state, failure, era = self._state, self._failure, self.guard.inner
+        if state == _READY:
+            callback(era, None)
+        else:
+            callback(None, failure or SessionClosed(f"session with {self._name!r} was closed"))
+
+    def threads(self) -> list[threading.Thread]:
+        with self._lock:
+            return [t for t in self._threads if t.is_alive()]
+
+    def stop(self) -> None:
+        """The caller closes the session: no restart starts or finishes after this; a
+        bring-up under way is ended (its server stopped) and its thread joined (bounded)."""
+        with self._lock:  # a transport start in progress finishes first (a spawn: bounded)
+            if self._state == _STOPPED:
+                return
+            if self._state != _FAILED:
+                self._state = _STOPPED
+            self._stop.set()
+            starting, self._starting = self._starting, None
+            threads = list(self._threads)
+            later, self._later = self._later, []
+        self._ready.set()
+        if starting is not None:
+            starting.close()
+        join_until(threads, time.monotonic() + CLOSE_TIMEOUT)
+        closed = SessionClosed(f"session with {self._name!r} was closed")
+        for callback in later:
+            callback(None, closed)
+
+    # -- death ---------------------------------------------------------------------------
+
+    def watch(self, conn: Connection) -> None:
+        """Hear of ``conn``'s death (it may have died already: then at once)."""
+        conn.on_closed(functools.partial(self.trigger, conn))
+
+    def trigger(self, conn: Connection, reason: BaseException) -> None:
+        """``conn``'s server is gone: start one restart (the first to notice wins)."""
+        with self._lock:
+            if self._state != _READY or conn is not self.guard.conn:
+                return  # under way, given up, closed, or an old connection
+            self._state = _RESTARTING
+            self._ready.clear()
+            thread = threading.Thread(
+                target=self._run, args=(conn, reason), name=f"mcpsync-restart[{self._name}]",
+                daemon=True,
+            )  # fmt: skip
+            self._threads.add(thread)
+        thread.start()
+
+    def _run(self, dead: Connection, reason: BaseException) -> None:
+        started = time.monotonic()
+        event = RestartEvent(reason=reason, at=time.time(), number=len(self.history) + 1)
+        self.history.append(event)
+        log.warning("mcpsync: %s stopped (%s); restarting it", self._name, _words(reason))
+        try:
+            old = self.guard.inner
+            old.stop()
+            dead.close(also=old.threads)  # its threads and process, before the new one starts
+            if started - self._up_since >= self.policy.reset_after:
+                self._streak, self._run_reasons = 0, []
+            self._run_reasons.append(reason)
+            while not self._stop.is_set():
+                if self._streak >= self.policy.max_attempts:
+                    self._give_up(event, started)
+                    return
+                self._streak += 1
+                if self._stop.wait(self.policy.delay(self._streak)):
+                    break
+                try:
+                    conn = self._bring_up()
+                except Exception as exc:  # noqa: BLE001 - kept as a reason, tried again
+                    if self._stop.is_set():
+                        break
+                    event.failures.append(exc)
+                    self._run_reasons.append(exc)
+                    log.warning("mcpsync: restart of %s failed: %s", self._name, _words(exc))
+                    continue
+                if self._finish(event, conn, started):
+                    return
+                break
+            self._stopped(event, started)
+        finally:
+            with self._lock:
+                self._threads.discard(threading.current_thread())
+
+    def _bring_up(self) -> Connection:
+        """A new connection over the target's transports, initialized on the same Session
+        (its Interest, tools, handlers and capabilities); unwound on failure."""
+        timeout = self._connect_timeout
+        deadline = time.monotonic() + timeout if timeout is not None else None
+        session = self._session
+        candidates = self._select(deadline)
+        if self.policy.make_transport is not None:
+            candidates = [self.policy.make_transport]
+        handlers = dict(session._conn.request_handlers)  # bound to this session
+        last: BaseException | None = None
+        for position, make in enumerate(candidates):
+            if position and deadline is not None and time.monotonic() >= deadline:
+                raise RequestTimeout(f"restart of {self._name!r} took over {timeout:g} s") from last
+            chosen = make()
+            conn = self._prepare(chosen)._conn  # connect's own wiring of a connection
+            conn.request_handlers = handlers
+            conn.notification_handler = session._on_notification
+            with self._lock:  # close() waits for a start under way, then ends it
+                if self._stop.is_set():
+                    chosen.close()
+                    raise SessionClosed(f"session with {self._name!r} was closed")
+                self._starting = conn
+                session._conn = conn
+                conn.start()
+            try:
+                session._initialize(deadline=deadline)
+                _typed.warm()
+            except HTTPStatusError as exc:
+                conn.close()
+                last = exc
+                if exc.status in (400, 404, 405) and position + 1 < len(candidates):
+                    continue
+                raise
+            except BaseException as exc:
+                conn.close()
+                _bringup.explain_failure(exc, chosen)
+                raise
+            return conn
+        assert last is not None
+        raise last
+
+    def _finish(self, event: RestartEvent, conn: Connection, started: float) -> bool:
+        """Put the new era in place, re-open what was open, let calls through."""
+        session = self._session
+        with self._lock:
+            self._starting = None
+            if self._stop.is_set():
+                stopped = True
+            else:
+                stopped = False
+                era = session._era
+                era.on_expired(self._expired)
+                self.guard.install(era, conn)
+                session._era = self.guard
+        if stopped:
+            session._era.stop()
+            conn.close(also=session._era.threads)
+            return False
+        self._reopen(era, event)
+        with self._lock:
+            if self._state != _RESTARTING:
+                return True  # closed meanwhile: stop() ran the waiting callbacks
+            self._state = _READY
+            self._up_since = time.monotonic()
+            self.count += 1
+            event.ok, event.seconds = True, time.monotonic() - started
+            later, self._later = self._later, []
+        self._ready.set()
+        self.watch(conn)
+        log.warning("mcpsync: %s is back (restart %d)", self._name, self.count)
+        for callback in later:
+            callback(era, None)
+        self._announce(event)
+        return True
+
+    def _give_up(self, event: RestartEvent, started: float) -> None:
+        reasons = list(self._run_reasons)
+        lines = "\n".join(f"  {n}. {_words(r)}" for n, r in enumerate(reasons, 1))
+        failure = RestartLimitReached(
+            f"{self._name!r}: the restart policy gave up after {self._streak} bring-up attempts "
+            f"in a row (max_attempts={self.policy.max_attempts}); the session stays closed. "
+            f"Reasons, oldest first:\n{lines}",
+            reasons=reasons,
+        )
+        with self._lock:
+            if self._state != _RESTARTING:
+                return
+            self._state, self._failure = _FAILED, failure
+            event.ok, event.seconds = False, time.monotonic() - started
+            later, self._later = self._later, []
+        self._ready.set()
+        log.error("mcpsync: %s", failure)
+        for callback in later:
+            callback(None, failure)
+        self._announce(event)
+
+    def _stopped(self, event: RestartEvent, started: float) -> None:
+        event.ok, event.seconds = False, time.monotonic() - started
+        self._announce(event)
+
+    def _announce(self, event: RestartEvent) -> None:
+        if self.policy.on_restart is None:
+            return
+        try:
+            self.policy.on_restart(event)
+        except Exception:
+            log.exception("mcpsync: on_restart callback for %s failed", self._name)
+
+    # -- re-opening ---------------------------------------------------------------------
+
+    def _reopen(self, era: Era, event: RestartEvent) -> None:
+        session = self._session
+        session._tools.forget()
+        timeout = session._conn.default_timeout
+        interest = session._interest
+        kinds = interest.kinds()
+        if kinds:
+            era.watch(timeout)  # modern: the listen stream; legacy: the server sends anyway
+            event.reopened.append("list changes: " + ", ".join(kinds))
+        for uri in interest.uris():
+            try:
+                session._require("resources/subscribe")
+                era.subscribe(uri, timeout)
+            except MCPSyncError as exc:
+                event.problems.append(f"subscription {uri}: {_words(exc)}")
+                log.warning("mcpsync: %s: subscription %s not re-opened: %s", self._name, uri, exc)
+            else:
+                event.reopened.append(f"subscription {uri}")
+        if self.level is not None:
+            try:
+                era.set_log_level(self.level)
+            except MCPSyncError as exc:
+                event.problems.append(f"log level {self.level}: {_words(exc)}")
+            else:
+                event.reopened.append(f"log level {self.level}")
+
+    def _expired(self) -> None:
+        """The HTTP session expired (404): initialize again on the same connection (in the
+        caller whose request met the 404, which is then re-sent), re-open on a worker."""
+        session = self._session
+        session._reinitialize()
+        era = session._era
+        with self._lock:
+            if self._state != _READY:
+                return
+            self.guard.install(era, session._conn)
+            session._era = self.guard
+            self.count += 1
+            self._up_since = time.monotonic()
+        reason = SessionExpired(f"{self._name!r} answered 404 for the HTTP session")
+        event = RestartEvent(reason=reason, at=time.time(), number=len(self.history) + 1, ok=True)
+        self.history.append(event)
+
+        def reopen() -> None:
+            try:
+                self._reopen(era, event)
+                self._announce(event)
+            finally:
+                with self._lock:
+                    self._threads.discard(threading.current_thread())
+
+        thread = threading.Thread(target=reopen, name=f"mcpsync-restart[{self._name}]", daemon=True)
+        with self._lock:
+            self._threads.add(thread)
+        thread.start()
+
+
+def attach(
+    session: BringUp,
+    restart: Any,
+    select: Callable[[float | None], list[Callable[[], Transport]]],
+    prepare: Callable[[Transport], BringUp],
+    connect_timeout: float | None,
+    transport_target: bool,
+) -> Restarter | None:
+    """Put ``session`` (just brought up) under the restart policy ``restart`` (see
+    ``RestartPolicy.of``); None when it is off. ``select(deadline)``: the target's transport
+    factories; ``prepare(transport)``: connect's wiring of a new connection."""
+    policy = RestartPolicy.of(restart)
+    if policy is None:
+        return None
+    if transport_target and policy.make_transport is None:
+        session._conn.close()
+        raise ConfigError(
+            "a Transport target cannot be started twice: give RestartPolicy(make_transport=...) "
+            "or connect with an argv or a URL"
+        )
+    restarter = Restarter(session, policy, select, prepare, connect_timeout)
+    session._era.on_expired(restarter._expired)
+    session._era = restarter.guard
+    restarter.watch(session._conn)
+    return restarter
+
+
+class Restarts:
+    """The restart half of ``Session``: counters, history, and tasks picked up by id."""
+
+    name: str
+    _restart: Restarter | None
+    _era: Era
+
+    @property
+    def restarts(self) -> int:
+        """How many times the restart policy brought the session back."""
+        return self._restart.count if self._restart is not None else 0
+
+    @property
+    def restart_history(self) -> list[RestartEvent]:
+        """Every death of the server and what followed, oldest first (a copy)."""
+        return list(self._restart.history) if self._restart is not None else []
+
+    @property
+    def restart_policy(self) -> RestartPolicy | None:
+        return self._restart.policy if self._restart is not None else None
+
+    def task(self, task_id: str, *, timeout: float | None | Default = DEFAULT) -> ModernFuture:
+        """Pick up the task ``task_id`` (tasks extension, 2026-07-28 era) made by this
+        session before a restart, or by another process: a ``ModernFuture`` that polls
+        ``tasks/get`` until the task ends and resolves to its ``CallToolResult``
+        (``cancel()`` sends ``tasks/cancel``). ``timeout`` bounds each poll."""
+        era = self._era.inner if isinstance(self._era, Guard) else self._era
+        if not isinstance(era, ModernEra) or not era.envelope.tasks:
+            raise CapabilityError(
+                f"{self.name!r} did not agree to the tasks extension (2026-07-28 era); "
+                "there is no task to pick up"
+            )
+        handle = ModernFuture(era, "tools/call")
+        handle._set_task_id(task_id)
+        opts = CallOptions.of(timeout)
+
+        def follow() -> None:
+            try:
+                first = era.tasks.get(task_id, opts.only_timeout())
+                raw = era.tasks.run(first, opts, handle._cancel_requested)
+                value = _typed.tool_result(None, raw)
+            except BaseException as exc:  # noqa: BLE001 - delivered through the future
+                settle(handle, exc)
+            else:
+                settle(handle, None, value)
+
+        threading.Thread(target=follow, name=f"mcpsync-task[{self.name}]", daemon=True).start()
+        return handle
