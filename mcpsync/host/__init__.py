@@ -33,6 +33,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._forksafe import own_host, release_host
+from .._lifecycle import check as _check_fork
+from .._lifecycle import forked as _forked
 from ..config import Config, ConfigEntryError, ServerEntry, load_config
 from ..errors import CapabilityError, ConfigError, MCPSyncError, SessionClosed
 from .routing import _ToolRouting
@@ -160,6 +163,7 @@ class Host(_ToolRouting):
         self._owners: dict[str, str] = {}  # bare tool name -> owning server (sticky)
         self._routes: dict[str, HostTool] = {}
         self._closed = threading.Event()
+        own_host(self)  # this process's: after os.fork() the child's calls raise ForkedError
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -212,6 +216,8 @@ class Host(_ToolRouting):
 
     def close(self, timeout: float | None = None) -> None:
         """Close every session in parallel; return within ``timeout`` (default ``close_timeout``)."""
+        if _forked(self):  # in a child of os.fork(): release its copies, signal no server
+            return release_host(self)
         if self._closed.is_set():
             return
         self._closed.set()
@@ -255,6 +261,7 @@ class Host(_ToolRouting):
         return self._closed.is_set()
 
     def _check_open(self) -> None:
+        _check_fork(self)  # ForkedError in a child of os.fork()
         if self._closed.is_set():
             raise SessionClosed("the host is closed")
 
@@ -476,6 +483,7 @@ class Host(_ToolRouting):
 
     def status(self) -> list[ServerStatus]:
         """One row per entry, config order."""
+        _check_fork(self)
         rows = []
         for name, s in self._servers.items():
             self._check_alive(s)

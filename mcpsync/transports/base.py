@@ -23,6 +23,10 @@ Threading contract:
   a reader look at its future again.
 - ``close()`` is idempotent, bounded in time, and leaves no thread, process or file
   descriptor behind.
+- ``abandon()``: in a child of ``os.fork()``, release this process's copies (descriptors)
+  without touching the peer: nothing sent, no signal, no read; ``close()`` there does only
+  this. ``exit_soon(deadline)``: interpreter exit is near, start ending without waiting.
+  A started transport is registered with ``mcpsync._lifecycle``, which calls both.
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from .._lifecycle import Owned, own
 
 __all__ = ["Transport", "Features", "Message", "OnMessage", "OnClose", "OnError"]
 
@@ -62,7 +68,7 @@ class Features:
     caller_reads: bool = False
 
 
-class Transport(ABC):
+class Transport(Owned, ABC):
     """Moves JSON-RPC messages between this client and one server."""
 
     #: short name for reports only: "stdio", "streamable-http", "sse", "memory"
@@ -92,6 +98,14 @@ class Transport(ABC):
     @abstractmethod
     def close(self) -> None:
         """Close the connection; idempotent and bounded."""
+
+    def abandon(self) -> None:  # noqa: B027 - optional hook
+        """After ``os.fork()``, in the child: release this process's copies of the
+        connection (descriptors) without touching the peer or the parent's use of it."""
+
+    def exit_soon(self, deadline: float) -> None:  # noqa: B027 - optional hook
+        """Interpreter exit is near: start ending now without waiting, so that a later
+        ``close()`` ends by ``deadline`` (a ``time.monotonic()`` value)."""
 
     def set_protocol_version(self, version: str) -> None:  # noqa: B027 - optional hook
         """Called once the protocol version is agreed (HTTP sends it as a header)."""
@@ -129,6 +143,8 @@ class Transport(ABC):
 
     def _bind(self, on_message: OnMessage, on_close: OnClose, on_error: OnError | None) -> None:
         self._on_message, self._on_close, self._on_error = on_message, on_close, on_error
+        own(self, f"{self.kind} transport to {self.name!r}", kind="transport",
+            on_fork=_abandon, on_exit=_close, exit_soon=_exit_soon)  # fmt: skip
 
     def _deliver(self, message: Any) -> None:
         """Hand one decoded message (or each of a batch) to ``on_message``."""
@@ -163,3 +179,16 @@ class Transport(ABC):
             self._close_reported = True
         if self._on_close is not None:
             self._on_close(error)
+
+
+# what mcpsync._lifecycle calls on a started transport (module functions: it holds no reference)
+def _abandon(transport: Transport) -> None:
+    transport.abandon()
+
+
+def _close(transport: Transport, deadline: float) -> None:
+    transport.close()
+
+
+def _exit_soon(transport: Transport, deadline: float) -> None:
+    transport.exit_soon(deadline)

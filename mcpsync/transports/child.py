@@ -69,6 +69,70 @@ class ChildProcess:
     _stop_r: int
     _server_log: logging.Logger
     _stderr_tail: collections.deque[str]
+    _shut: bool
+    _role: threading.Lock
+    _role_cv: threading.Condition
+    _stdin: Any
+    _stdin_fd: int
+    _fd: int
+    _caller_poll: Any
+    _wake_r: int
+    _wake_w: int
+    _stop_w: int
+    _close_reported: bool
+
+    # -- the process lifecycle (mcpsync._lifecycle calls these) ----------------------------
+
+    def abandon(self) -> None:
+        """In a child of ``os.fork()``: close this process's copies of the pipes. The server,
+        its process group and the parent's reading are left alone: nothing is written, read
+        or signalled. The locks are replaced, not taken (their holders did not survive the
+        fork); the threads that served the parent do not exist here."""
+        self._shut = True
+        self._close_reported = True  # the parent's session hears about its own transport
+        closing = threading.Event()
+        closing.set()
+        self._closing = closing
+        self._write_lock, self._role, self._role_cv = (
+            threading.Lock(), threading.Lock(), threading.Condition()
+        )  # fmt: skip
+        for name in ("_wake_r", "_wake_w", "_stop_r", "_stop_w"):
+            fd = getattr(self, name)
+            setattr(self, name, -1)
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self._stdin, self._stdin_fd, self._fd, self._caller_poll = None, -1, -1, None
+        proc = self.process
+        if proc is not None:
+            for pipe in (proc.stdin, proc.stdout, proc.stderr):
+                if pipe is not None:
+                    try:
+                        pipe.close()  # this process's descriptor only
+                    except OSError:
+                        pass
+
+    def exit_soon(self, deadline: float) -> None:
+        """Interpreter exit: close the server's stdin now (every server sees EOF at once),
+        and shorten the ladder's waits so that ``close()`` ends by ``deadline``."""
+        remaining = deadline - time.monotonic()
+        self.shutdown_timeout = max(0.05, min(self.shutdown_timeout, remaining / 4))
+        proc = self.process
+        if proc is None or proc.poll() is not None or self._closing.is_set():
+            return
+        if not self._write_lock.acquire(False):
+            return  # a write is under way: close() closes it after
+        try:
+            self._shut = True  # writers see it under the lock: none writes a closed descriptor
+            if proc.stdin is not None and not proc.stdin.closed:
+                try:
+                    proc.stdin.close()
+                except OSError:
+                    pass
+        finally:
+            self._write_lock.release()
 
     def _drain_stderr(self) -> None:
         proc = self.process

@@ -15,6 +15,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+from .._lifecycle import forked
 from ..errors import ProtocolError, TransportError
 from ..jsonrpc import decode, encode
 from .base import Features, Message, OnClose, OnError, OnMessage, Transport
@@ -67,7 +68,17 @@ class MemoryTransport(Transport):
         peer._inbox.put(encode(message))
 
     def close(self) -> None:
+        if forked(self):  # in a child of os.fork(): this copy only; the peer hears nothing
+            self.abandon()
+            return
         self.abort(None)
+
+    def abandon(self) -> None:
+        """In a child of ``os.fork()``: this end is closed here; nothing reaches the peer."""
+        closed = threading.Event()  # a fresh one: the old one's lock may be a lost thread's
+        closed.set()
+        self._closed = closed
+        self._close_reported = True
 
     def abort(self, error: BaseException | None) -> None:
         """Close this end; the peer sees its stream end with ``error`` (tests simulate crashes)."""

@@ -5,11 +5,13 @@ SIGINT handler per process). While stdio transports are open it replaces Python'
 default handler (``signal.default_int_handler``; an application's own handler is left
 alone) and behaves as it does, except inside a guarded region (the main thread reading or
 writing a pipe), where it records the signal and wakes the region's poll; the region
-raises the KeyboardInterrupt when it ends. See ``stdio``'s docstring for why.
+raises the KeyboardInterrupt when it ends. See ``stdio``'s docstring for why. In a
+forked child the guard starts afresh (no region, no open transport).
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 from _thread import get_ident
@@ -74,6 +76,14 @@ class _SigintGuard:
             self.pending = False
             raise KeyboardInterrupt
 
+    def after_fork_in_child(self) -> None:
+        """A forked child starts outside every region, with no transport of its own open
+        (the parent's are abandoned there; a region's holder may not exist in the child)."""
+        self.depth, self.pending, self.current, self.open = 0, False, None, 0
+        self.lock = threading.Lock()
+
 
 _GUARD = _SigintGuard()
 _MAIN_IDENT = threading.main_thread().ident
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_GUARD.after_fork_in_child)

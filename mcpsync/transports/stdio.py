@@ -54,6 +54,7 @@ from _thread import get_ident
 from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
+from .._lifecycle import forked
 from ..errors import ConfigError, ServerExited, TransportError, WriteTimeout
 from ..jsonrpc import encode
 from .base import Features, Message, OnClose, OnError, OnMessage, Transport
@@ -286,6 +287,9 @@ class StdioTransport(ChildProcess, LineFramer, Transport):
         return bytes(view)
 
     def close(self) -> None:
+        if forked(self):  # in a child of os.fork(): release its copies only (child.py)
+            self.abandon()
+            return
         main = get_ident() == _MAIN_IDENT
         if main:  # a Ctrl-C during close() waits until it is done (bounded)
             _GUARD.depth += 1

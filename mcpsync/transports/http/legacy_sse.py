@@ -25,6 +25,7 @@ from urllib.parse import urljoin
 
 import requests
 
+from ..._lifecycle import forked
 from ...errors import (
     ConnectError,
     MCPSyncError,
@@ -165,7 +166,19 @@ class LegacySSETransport(HTTPTransport):
             return
         raise status_error(status, "POST", target.url, read_error_body(response))
 
+    def abandon(self) -> None:
+        """In a child of ``os.fork()``: this copy is closed here. Nothing is sent (no DELETE,
+        no socket shutdown: the connections are the parent's too); the child's descriptors go
+        when its objects are collected (a pool's locks may be held by a thread the fork lost)."""
+        closing = threading.Event()
+        closing.set()
+        self._closing = closing
+        self._close_reported = True
+
     def close(self) -> None:
+        if forked(self):  # in a child of os.fork(): release its copy only
+            self.abandon()
+            return
         self._closing.set()
         response = self._response
         if response is not None:

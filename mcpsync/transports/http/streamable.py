@@ -36,6 +36,7 @@ from typing import Any
 
 import requests
 
+from ..._lifecycle import forked
 from ...errors import (
     ConnectError,
     MCPSyncError,
@@ -311,7 +312,19 @@ class StreamableHTTPTransport(SessionLifecycle, HTTPTransport):
             shutdown_response(stream.response)
         return bool(streams)
 
+    def abandon(self) -> None:
+        """In a child of ``os.fork()``: this copy is closed here. Nothing is sent (no DELETE,
+        no socket shutdown: the connections are the parent's too); the child's descriptors go
+        when its objects are collected (a pool's locks may be held by a thread the fork lost)."""
+        closing = threading.Event()
+        closing.set()
+        self._closing = closing
+        self._close_reported = True
+
     def close(self) -> None:
+        if forked(self):  # in a child of os.fork(): release its copy only
+            self.abandon()
+            return
         first = not self._closing.is_set()
         self._closing.set()
         with self._state_lock:

@@ -1,0 +1,249 @@
+"""Fork safety: a session or host used in a child of os.fork() raises ForkedError; the
+child's close() releases only its copies; the parent's sessions go on undisturbed."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+import mcpsync
+from mcpsync import _lifecycle
+from mcpsync._lifecycle import ForkedError
+from mcpsync.errors import MCPSyncError, SessionClosed
+from mcpsync.host import Host
+from tests.fakes import FakeServer
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+
+DEMO = [sys.executable, "-m", "mcpsync.demo_server"]
+WAIT = 20.0
+
+
+def _in_child(body: Callable[[], dict[str, Any]], *, hold: bool = False) -> tuple[int, int, int]:
+    """Fork; run ``body`` in the child and send its dict back. Returns (pid, result fd,
+    release fd): with ``hold`` the child then waits until the release fd is written/closed."""
+    results_r, results_w = os.pipe()
+    release_r, release_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never return into pytest
+        code = 0
+        try:
+            os.close(results_r)
+            os.close(release_w)
+            try:
+                out = body()
+            except BaseException as exc:  # noqa: BLE001 - reported to the parent
+                out = {"crash": f"{type(exc).__name__}: {exc}"}
+            os.write(results_w, (json.dumps(out) + "\n").encode())
+            os.close(results_w)
+            if hold:
+                os.read(release_r, 1)  # until the parent says so (or dies)
+        except BaseException:  # noqa: BLE001 - a child must end here whatever happens
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(results_w)
+    os.close(release_r)
+    return pid, results_r, release_w
+
+
+def _read_result(fd: int) -> dict[str, Any]:
+    import select
+
+    ready, _, _ = select.select([fd], [], [], WAIT)
+    assert ready, "the child did not report in time"
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            break
+        data += chunk
+    os.close(fd)
+    return json.loads(data)  # type: ignore[no-any-return]
+
+
+def _reap(pid: int) -> int:
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        time.sleep(0.01)
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
+    raise AssertionError("the child did not exit in time")
+
+
+def _attempt(what: str, call: Callable[[], Any]) -> dict[str, Any]:
+    try:
+        call()
+    except ForkedError as exc:
+        return {what: ["ForkedError", str(exc), exc.owner_pid, exc.pid]}
+    except BaseException as exc:  # noqa: BLE001 - reported to the parent
+        return {what: [type(exc).__name__, str(exc)]}
+    return {what: ["returned"]}
+
+
+@pytest.fixture
+def demo() -> Iterator[mcpsync.Session]:
+    with mcpsync.Session.connect(DEMO, name="demo-fork") as session:
+        yield session
+
+
+def test_forked_session_refuses_every_call_and_the_parent_goes_on(demo: mcpsync.Session) -> None:
+    assert demo.call_tool("echo", {"message": "before"}).content[0].text == "before"
+    demo.list_tools()  # a cached list: the child must not get it either
+    server = demo.transport.process  # type: ignore[attr-defined]
+    parent = os.getpid()
+
+    def child() -> dict[str, Any]:
+        out: dict[str, Any] = {"closed": demo.closed}
+        out |= _attempt("call_tool", lambda: demo.call_tool("echo", {"message": "x"}))
+        out |= _attempt("submit", lambda: demo.submit_call_tool("echo", {"message": "x"}))
+        out |= _attempt("list_tools", demo.list_tools)
+        out |= _attempt("ping", demo.ping)
+        out |= _attempt("set_logging_level", lambda: demo.set_logging_level("info"))
+        out |= _attempt("on_tools_changed", lambda: demo.on_tools_changed(lambda: None))
+        out |= _attempt("close", demo.close)
+        out |= _attempt("call_after_close", demo.ping)
+        return out
+
+    pid, results, release = _in_child(child)
+    got = _read_result(results)
+    os.close(release)
+    assert _reap(pid) == 0
+    assert got.pop("closed") is True
+    assert got.pop("close") == ["returned"]
+    for what, outcome in got.items():
+        assert outcome[0] == "ForkedError", (what, outcome)
+        assert outcome[2:] == [parent, pid], (what, outcome)
+        assert (
+            f"opened in process {parent}" in outcome[1]
+            and f"os.fork() in process {pid}" in outcome[1]
+        )
+        assert "session 'demo-fork'" in outcome[1]
+    # The parent never noticed: same server, same session, every call answered.
+    assert server.poll() is None
+    assert not demo.closed
+    for i in range(20):
+        assert demo.call_tool("echo", {"message": f"after {i}"}).content[0].text == f"after {i}"
+
+
+def test_child_holding_its_copies_does_not_keep_the_server_from_seeing_eof() -> None:
+    """The at-fork hook closes the child's copies of the pipes at once: while the child
+    lives on, the parent's close() still ends the server by stdin EOF (exit code 0),
+    without the ladder's SIGTERM (shutdown_timeout 2 s)."""
+    session = mcpsync.Session.connect(DEMO, name="demo-hold")
+    server = session.transport.process  # type: ignore[attr-defined]
+    pid, results, release = _in_child(lambda: {"ok": True}, hold=True)
+    try:
+        assert _read_result(results) == {"ok": True}
+        started = time.monotonic()
+        session.close()
+        took = time.monotonic() - started
+        assert server.returncode == 0, server.returncode  # EOF, not a signal
+        assert took < 1.5, took
+    finally:
+        os.close(release)
+        assert _reap(pid) == 0
+
+
+def test_forked_host_refuses_and_its_close_signals_nothing() -> None:
+    with Host({"demo": {"command": DEMO[0], "args": DEMO[1:]}}) as host:
+        assert host.call_tool("echo", {"message": "up"}).content[0].text == "up"
+        server = host.session("demo").transport.process
+
+        def child() -> dict[str, Any]:
+            out: dict[str, Any] = {}
+            out |= _attempt("call_tool", lambda: host.call_tool("echo", {"message": "x"}))
+            out |= _attempt("session", lambda: host.session("demo"))
+            out |= _attempt("status", host.status)
+            out |= _attempt("list_tools", host.list_tools)
+            out |= _attempt("close", host.close)
+            out |= _attempt("after_close", lambda: host.session("demo"))
+            return out
+
+        pid, results, release = _in_child(child)
+        got = _read_result(results)
+        os.close(release)
+        assert _reap(pid) == 0
+        assert got.pop("close") == ["returned"]
+        for what, outcome in got.items():
+            assert outcome[0] == "ForkedError", (what, outcome)
+            assert "host" in outcome[1]
+        assert server.poll() is None
+        for i in range(10):
+            assert host.call_tool("echo", {"message": str(i)}).content[0].text == str(i)
+    assert server.returncode == 0  # the parent's close: stdin EOF, nothing else
+
+
+def _mp_target(session: mcpsync.Session, queue: Any) -> None:
+    try:
+        session.ping()
+    except ForkedError as exc:
+        queue.put(("ForkedError", isinstance(exc, SessionClosed), isinstance(exc, MCPSyncError)))
+    except BaseException as exc:  # noqa: BLE001 - reported to the parent
+        queue.put((type(exc).__name__, str(exc)))
+    else:
+        queue.put(("returned",))
+
+
+def test_multiprocessing_fork_start(demo: mcpsync.Session) -> None:
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    proc = ctx.Process(target=_mp_target, args=(demo, queue))
+    proc.start()
+    try:
+        assert queue.get(timeout=WAIT) == ("ForkedError", True, True)
+    finally:
+        proc.join(WAIT)
+    assert proc.exitcode == 0
+    demo.ping()
+
+
+def test_memory_session_in_child() -> None:
+    server = FakeServer(handlers={"ping": lambda message: {}})
+    session = mcpsync.Session.connect(server.transport, name="mem")
+    try:
+        session.ping()
+        pid, results, release = _in_child(
+            lambda: _attempt("ping", session.ping) | _attempt("close", session.close)
+        )
+        got = _read_result(results)
+        os.close(release)
+        assert _reap(pid) == 0
+        assert got["ping"][0] == "ForkedError"
+        assert got["close"] == ["returned"]
+        session.ping()  # the parent's pair is intact: the child's close sent nothing
+        assert not session.closed
+    finally:
+        session.close()
+        server.end.close()
+
+
+def test_predicate_and_owning_again() -> None:
+    """The hook a restart policy uses: forked(obj); own() makes it this process's again."""
+    server = FakeServer(handlers={"ping": lambda message: {}})
+    session = mcpsync.Session.connect(server.transport, name="own")
+    try:
+        assert not _lifecycle.forked(session)
+
+        def child() -> dict[str, Any]:
+            before = _lifecycle.forked(session)
+            _lifecycle.own(session, "session 'own'")
+            return {"before": before, "after": _lifecycle.forked(session)}
+
+        pid, results, release = _in_child(child)
+        assert _read_result(results) == {"before": True, "after": False}
+        os.close(release)
+        assert _reap(pid) == 0
+    finally:
+        session.close()
+        server.end.close()
