@@ -21,3 +21,6 @@ def test_conformance_scenario(version, scenario):
     assert outcome.ok_checks > 0 or scenario in {"initialize"}, (
         "the harness recorded no successful check"
     )
+    if scenario.startswith("sep-2640-"):  # skills: the extension's own checks ran, none skipped
+        own = [c for c in outcome.checks if c["id"].startswith("sep-2640-host-")]
+        assert own and all(c["status"] == "SUCCESS" for c in own), own

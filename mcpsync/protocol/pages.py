@@ -30,6 +30,9 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "prompts/get": ("prompts",),
     "completion/complete": ("completions",),
     "logging/setLevel": ("logging",),
+    # the skills extension (SEP-2640): only after the server declared it
+    "skills/list": ("extensions", "io.modelcontextprotocol/skills"),
+    "skills/get": ("extensions", "io.modelcontextprotocol/skills"),
 }
 
 _MAX_ITEMS = 1_000_000

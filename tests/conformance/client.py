@@ -20,6 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/, for a
 
 import mcpsync  # noqa: E402
 from mcpsync.handlers import schema_defaults  # noqa: E402
+from mcpsync.skills import EXTENSION_ID as SKILLS  # noqa: E402
+from mcpsync.skills import SkillError  # noqa: E402
 
 DUMMY = {
     "string": "us-west1",
@@ -71,6 +73,8 @@ def run(url: str, scenario: str, version: str) -> None:
         from auth_peers.conformance_auth import auth_for_conformance
 
         kwargs["auth"] = auth_for_conformance(scenario, context)
+    if scenario.startswith("sep-2640-"):
+        kwargs["extensions"] = [SKILLS]
     if version and not os.environ.get("MCPSYNC_CONFORMANCE_AUTO"):
         kwargs["protocol_version"] = version
     with mcpsync.Session.connect(
@@ -79,6 +83,9 @@ def run(url: str, scenario: str, version: str) -> None:
     ) as s:  # fmt: skip
         state["session"] = s
         print(f"era={s.era} version={s.protocol_version} reason={s.era_reason}", file=sys.stderr)
+        if scenario.startswith("sep-2640-"):
+            skills(s, load=scenario != "sep-2640-client-no-prefetch")
+            return
         if s.server_capabilities.tools is None:  # strict contracts: nothing more to ask
             return
         tools = {t.name: t for t in s.list_tools()}
@@ -112,6 +119,21 @@ def run(url: str, scenario: str, version: str) -> None:
                 s.call_tool(name, dummy_arguments(tool.input_schema))
         elif scenario.startswith("auth/") and "test-tool" in tools:
             s.call_tool("test-tool", {})
+
+
+def skills(s: mcpsync.Session, *, load: bool) -> None:
+    """List the server's skills; with ``load``, load each and read every file it lists
+    (a refused skill is reported and the rest go on: refusing is the client's job)."""
+    for entry in s.list_skills():
+        print(f"skill {entry.name}: {entry.description}", file=sys.stderr)
+        if not load:
+            continue
+        try:
+            skill = s.load_skill(entry.uri)
+            for path in skill.files():
+                skill.read_bytes(path)
+        except SkillError as exc:
+            print(f"skill {entry.name} refused: {type(exc).__name__}: {exc}", file=sys.stderr)
 
 
 def main() -> int:

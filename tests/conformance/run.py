@@ -70,8 +70,9 @@ def run_one(scenario: str, version: str, timeout_ms: int = 60000) -> Outcome:
     with tempfile.TemporaryDirectory(prefix="conformance-") as out:
         args = [str(NODE_BIN / "conformance"), "client", "--command", command, "--scenario", scenario,
                 "--timeout", str(timeout_ms), "-o", out]  # fmt: skip
-        if version != "default":
-            args += ["--spec-version", version]
+        if version != "default":  # "X+force": extension scenarios are off the X timeline
+            args += ["--spec-version", version.removesuffix("+force")]
+            args += ["--force"] if version.endswith("+force") else []
         try:
             proc = subprocess.run(
                 args, env=env, capture_output=True, text=True, timeout=timeout_ms / 1000 + 60

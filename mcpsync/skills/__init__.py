@@ -1,0 +1,48 @@
+"""Skills served over MCP (SEP-2640, extension ``io.modelcontextprotocol/skills``).
+
+Owns: the public names of the skills extension. ``Session`` gets ``list_skills``,
+``get_skill`` and ``load_skill`` from the ``Skills`` mixin (``mixin``); entries and
+errors are in ``entry``, the loaded skill in ``loaded``, the frontmatter parser in
+``frontmatter``, the verified-file cache in ``cache``. See README.md.
+
+    with mcpsync.Session.connect(url) as s:
+        for entry in s.list_skills():          # reads no skill file
+            print(entry.name, entry.description)
+        skill = s.load_skill("pdf-processing") # SKILL.md read, size + digest + frontmatter checked
+        print(skill.read_text("references/FORMS.md"))  # read on demand, verified
+"""
+
+from __future__ import annotations
+
+from .cache import SKILL_FILES, SkillFileCache
+from .entry import (
+    EXTENSION_ID,
+    MAX_FILES,
+    MAX_TOTAL_BYTES,
+    SkillEntry,
+    SkillError,
+    SkillFile,
+    SkillInvalid,
+    SkillNotFound,
+    SkillVerificationError,
+)
+from .frontmatter import FrontmatterError
+from .loaded import LoadedSkill
+from .mixin import Skills
+
+__all__ = [
+    "EXTENSION_ID",
+    "FrontmatterError",
+    "LoadedSkill",
+    "MAX_FILES",
+    "MAX_TOTAL_BYTES",
+    "SKILL_FILES",
+    "SkillEntry",
+    "SkillError",
+    "SkillFile",
+    "SkillFileCache",
+    "SkillInvalid",
+    "SkillNotFound",
+    "SkillVerificationError",
+    "Skills",
+]

@@ -1,0 +1,288 @@
+"""The Session's skills half (SEP-2640, extension ``io.modelcontextprotocol/skills``).
+
+Owns: ``Skills``, a mixin over the Session's declared state (``_era``, ``_handshake``,
+``_init_args``, ``_caches``, ``_require``, ``name``) with ``skills_supported``,
+``list_skills``, ``get_skill`` and ``load_skill``. ``skills/list`` pages go through the
+era's ``page`` (both eras); ``skills/get`` and ``resources/read`` through ``_call``.
+The listing is cached per server in the Session's hint cache as its ``ttlMs`` /
+``cacheScope`` allow; verified files in a ``SkillFileCache``. Nothing of a skill is
+read before ``load_skill``; a supporting file only when it is read.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import logging
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ProtocolError, ServerError
+from .cache import SKILL_FILES, SkillFileCache
+from .entry import (
+    EXTENSION_ID,
+    SkillEntry,
+    SkillError,
+    SkillFile,
+    SkillInvalid,
+    SkillNotFound,
+    SkillVerificationError,
+    parse_entry,
+    verify_bytes,
+)
+from .loaded import LoadedSkill, read_skill_md
+
+if TYPE_CHECKING:
+    from ..connection import Default
+    from ..protocol import Agreement, Era
+    from ..protocol.choose import Caches
+
+__all__ = ["Skills"]
+
+log = logging.getLogger("mcpsync")
+
+_MAX_PAGES = 1000
+_INVALID_PARAMS = -32602
+
+
+class _State:
+    """What one session holds of its server's skills."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.entries: list[SkillEntry] | None = None  # the last listing, valid entries
+        self.problems: dict[str, str] = {}  # uri -> why its entry was refused
+
+
+class Skills:
+    """The skills half of ``Session``: the state it declares is the Session's own."""
+
+    name: str
+    _era: Era
+    _handshake: Agreement | None
+    _init_args: dict[str, Any]
+    _caches: Caches
+    _keep_alive: Any
+    #: verified skill files (tests give a session its own)
+    _skill_files: SkillFileCache = SKILL_FILES
+
+    if TYPE_CHECKING:
+
+        def _require(self, method: str) -> None: ...
+        def _call(
+            self,
+            method: str,
+            params: dict[str, Any] | None,
+            convert: Callable[[Any], Any],
+            *,
+            timeout: float | None | Default = ...,
+        ) -> Any: ...
+
+    # -- state -------------------------------------------------------------------------
+
+    @property
+    def _skills(self) -> _State:
+        state = self.__dict__.get("_skills_state")
+        if state is None:
+            state = self.__dict__.setdefault("_skills_state", _State())
+        return state
+
+    def _skill_keys(self) -> tuple[str | None, str | None]:
+        return self._init_args.get("server_key"), self._init_args.get("credential_key")
+
+    @property
+    def skills_supported(self) -> bool:
+        """Whether the server declared the skills extension."""
+        caps = self._handshake.capabilities if self._handshake else {}
+        extensions = caps.get("extensions") if isinstance(caps, dict) else None
+        return isinstance(extensions, dict) and isinstance(extensions.get(EXTENSION_ID), dict)
+
+    @property
+    def skill_problems(self) -> dict[str, str]:
+        """Entries of the last listing that were refused: SKILL.md URI -> the reason."""
+        with self._skills.lock:
+            return dict(self._skills.problems)
+
+    # -- listing -------------------------------------------------------------------------
+
+    def list_skills(self, *, refresh: bool = False) -> list[SkillEntry]:
+        """Every skill the server lists (all pages), checked; nothing of any skill is read.
+
+        Entries that break the extension's rules are left out and logged (see
+        ``skill_problems``). The listing is reused while its ``ttlMs`` lasts, shared as
+        its ``cacheScope`` allows; ``refresh=True`` asks the server again.
+        """
+        self._require("skills/list")
+        server, credential = self._skill_keys()
+        hints = self._caches.hints
+        if refresh:
+            hints.invalidate(server, ["skills/list"])
+        cached = None if refresh else hints.get(server, credential, "skills/list", None)
+        raw = cached if cached is not None else self._fetch_listing()
+        entries, problems = [], {}
+        for item in raw["skills"]:
+            try:
+                entries.append(parse_entry(item))
+            except SkillInvalid as exc:
+                uri = item.get("uri") if isinstance(item, dict) else None
+                problems[str(uri)] = str(exc)
+        if cached is None:
+            if problems:
+                log.warning("mcpsync: %s: %d skill entr%s refused: %s", self.name, len(problems),
+                            "y" if len(problems) == 1 else "ies", "; ".join(problems.values()))  # fmt: skip
+            hints.put(server, credential, "skills/list", None, raw, keep_alive=self._keep_alive)
+        with self._skills.lock:
+            self._skills.entries = entries
+            self._skills.problems = problems
+        return list(entries)
+
+    def _fetch_listing(self) -> dict[str, Any]:
+        """Every page of ``skills/list`` as one result: the skills, the shortest ``ttlMs``,
+        and ``cacheScope`` "public" only when every page said so."""
+        skills: list[Any] = []
+        ttls: list[int] = []
+        public = True
+        cursor: str | None = None
+        seen: set[str] = set()
+        for _ in range(_MAX_PAGES):
+            future: Future[Any] = self._era.page(
+                "skills/list", {"cursor": cursor} if cursor else None
+            )
+            page = self._era.wait(future)
+            if not isinstance(page, dict) or not isinstance(page.get("skills"), list):
+                raise ProtocolError(f"{self.name}: skills/list result has no 'skills' list")
+            skills.extend(page["skills"])
+            ttl = page.get("ttlMs")
+            ttls.append(ttl if isinstance(ttl, int) and not isinstance(ttl, bool) else 0)
+            public = public and page.get("cacheScope") == "public"
+            cursor = page.get("nextCursor")
+            if not cursor:
+                break
+            if not isinstance(cursor, str) or cursor in seen:
+                raise ProtocolError(f"{self.name}: skills/list repeated its cursor {cursor!r}")
+            seen.add(cursor)
+        else:
+            raise ProtocolError(f"{self.name}: skills/list ran past {_MAX_PAGES} pages")
+        return {
+            "skills": skills,
+            "ttlMs": min(ttls),
+            "cacheScope": "public" if public else "private",
+        }
+
+    def get_skill(self, uri: str) -> SkillEntry:
+        """The server's current entry for the skill whose SKILL.md is ``uri`` (``skills/get``).
+
+        ``SkillNotFound`` when the server serves no such skill; ``SkillInvalid`` when
+        its entry breaks the rules.
+        """
+        self._require("skills/get")
+        try:
+            result = self._call("skills/get", {"uri": str(uri)}, lambda r: r)
+        except ServerError as exc:
+            if exc.code == _INVALID_PARAMS:
+                raise SkillNotFound(f"{self.name} serves no skill at {uri}: {exc}") from None
+            raise
+        skill = result.get("skill") if isinstance(result, dict) else None
+        entry = parse_entry(skill)
+        if entry.uri != str(uri):
+            raise SkillInvalid(f"skills/get for {uri} answered the entry of {entry.uri}")
+        return entry
+
+    # -- loading -------------------------------------------------------------------------
+
+    def _find(self, name_or_uri: str) -> SkillEntry:
+        entries = self.list_skills()  # the held listing while its ttlMs lasts, else a fresh one
+        if "://" in name_or_uri:
+            found = [e for e in entries if e.uri == name_or_uri]
+            if found:
+                return found[0]
+            problem = self.skill_problems.get(name_or_uri)
+            if problem:
+                raise SkillInvalid(problem)
+            return self.get_skill(name_or_uri)  # listings may be partial: ask for it
+        found = [e for e in entries if e.name == name_or_uri]
+        if len(found) > 1:
+            raise SkillNotFound(
+                f"{self.name} lists {len(found)} skills named {name_or_uri!r} "
+                f"({', '.join(e.uri for e in found)}); load one by its uri"
+            )
+        if not found:
+            refused = [
+                p
+                for uri, p in self.skill_problems.items()
+                if uri.endswith(f"/{name_or_uri}/SKILL.md")
+            ]
+            if refused:
+                raise SkillInvalid(refused[0])
+            raise SkillNotFound(f"{self.name} lists no skill named {name_or_uri!r}")
+        return found[0]
+
+    def load_skill(self, name_or_uri: str, *, allow_dynamic: bool = False) -> LoadedSkill:
+        """Load a skill by name (within this server's listing) or by its SKILL.md URI.
+
+        Reads SKILL.md (and nothing else), checks its byte size and ``sha256`` digest
+        against the entry, parses its YAML frontmatter and compares it field by field
+        with the entry's. Any failure raises ``SkillVerificationError`` and nothing
+        further is read. A skill whose entry says ``resources: "dynamic"`` offers no
+        integrity and is refused (``SkillInvalid``) unless ``allow_dynamic=True``.
+        The returned ``LoadedSkill`` reads its other files on demand, each verified.
+        """
+        entry = self._find(str(name_or_uri))
+        if entry.dynamic and not allow_dynamic:
+            raise SkillInvalid(
+                f"skill {entry.uri} of {self.name} is dynamic: it offers no content integrity "
+                "(load_skill(..., allow_dynamic=True) to load it anyway)"
+            )
+        reader = self._skill_reader()
+        text, front, body = read_skill_md(entry, reader)
+        return LoadedSkill(
+            entry, origin=self.name, text=text, frontmatter=front, body=body, reader=reader
+        )
+
+    def _skill_reader(self) -> Callable[[str, SkillFile | None], bytes]:
+        server, credential = self._skill_keys()
+        files = self._skill_files
+
+        def read(uri: str, line: SkillFile | None) -> bytes:
+            if line is not None:
+                hit = files.get(server, credential, uri, line.digest)
+                if hit is not None:
+                    return hit
+            result = self._call("resources/read", {"uri": uri}, lambda r: r)
+            data = _content_bytes(uri, result)
+            if line is not None:
+                verify_bytes(data, line)
+                public = isinstance(result, dict) and result.get("cacheScope") == "public"
+                files.put(server, credential, uri, line.digest, data, public=public)
+            return data
+
+        return read
+
+
+def _content_bytes(uri: str, result: Any) -> bytes:
+    """The raw bytes of a ``resources/read`` result for ``uri`` (text as UTF-8, blob decoded)."""
+    contents = result.get("contents") if isinstance(result, dict) else None
+    if not isinstance(contents, list) or not contents:
+        raise SkillError(f"resources/read of {uri} returned no contents")
+    parts = [c for c in contents if isinstance(c, dict) and c.get("uri") == uri]
+    if len(parts) != 1:
+        parts = contents if len(contents) == 1 else []
+    if len(parts) != 1 or not isinstance(parts[0], dict):
+        raise SkillVerificationError(
+            f"resources/read of {uri} returned {len(contents)} contents, none of them only {uri}",
+            uri=uri,
+            check="digest",
+        )
+    part = parts[0]
+    if isinstance(part.get("text"), str):
+        return part["text"].encode("utf-8")
+    if isinstance(part.get("blob"), str):
+        try:
+            return base64.b64decode(part["blob"], validate=True)
+        except (binascii.Error, ValueError):
+            raise SkillVerificationError(
+                f"resources/read of {uri}: blob is not base64", uri=uri, check="digest"
+            ) from None
+    raise SkillError(f"resources/read of {uri} returned neither text nor blob")
