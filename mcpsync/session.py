@@ -30,6 +30,9 @@ from typing import TYPE_CHECKING, Any, Literal
 from . import _bringup, _offer, _typed
 from ._bringup import BringUp
 from ._catalog import Catalog
+from ._forksafe import own_session, release_session
+from ._lifecycle import check as _check_fork
+from ._lifecycle import forked as _forked
 from ._serverlog import LOG_LEVELS, ServerLog
 from ._typed import types as _types
 from ._typed import validate as _validate
@@ -93,6 +96,7 @@ class Session(BringUp, Catalog, Skills):
         self._caches: Caches = DEFAULT_CACHES  # era verdicts and cache hints
         self._notification_callbacks: list[Callable[[str, dict[str, Any]], None]] = []
         self._tool_filter: NameFilter | None = None  # include_tools / exclude_tools
+        own_session(self)  # this process's: after os.fork() the child's calls raise ForkedError
 
     # -- bring-up ----------------------------------------------------------------------
 
@@ -226,7 +230,7 @@ class Session(BringUp, Catalog, Skills):
 
     @property
     def closed(self) -> bool:
-        return self._conn.closed
+        return self._conn.closed or _forked(self)  # (in a forked child: not for use)
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else "open"
@@ -237,6 +241,8 @@ class Session(BringUp, Catalog, Skills):
 
     def close(self) -> None:
         """Close the session: the transport, the server process, every thread. Idempotent."""
+        if _forked(self):  # in a child of os.fork(): release its copies, leave the server be
+            return release_session(self)
         self._era.stop()  # then one deadline for the connection's threads and the era's
         self._conn.close(also=self._era.threads)
 
@@ -249,6 +255,7 @@ class Session(BringUp, Catalog, Skills):
     # -- raw requests ------------------------------------------------------------------
 
     def _require(self, method: str) -> None:
+        _check_fork(self)  # ForkedError in a child of os.fork()
         if method in self._allowed or not self.strict or self._handshake is None:
             return  # checked already against this agreement, or lax
         _pages.require(self._handshake.capabilities, method, self.name)
