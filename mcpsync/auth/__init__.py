@@ -21,6 +21,9 @@ Owns the public API of the auth package. Typical use::
     # the user's enterprise ID token -> ID-JAG at the IdP -> token at the server's AS
     auth = OAuth.enterprise_managed("app", "s3cret", id_token=get_id_token, idp_issuer=idp)
 
+    # no browser here, nothing to paste: show a code, the person approves on another device
+    auth = OAuth(redirect="device")
+
     # tests / auto-approving servers: no browser, no listener
     auth = OAuth(redirect="headless")
 
@@ -34,6 +37,7 @@ Failures raise :class:`mcpsync.errors.AuthError`, whose text never holds a secre
 from __future__ import annotations
 
 from ..errors import AuthError
+from .device import DeviceCode, DeviceFlow
 from .discovery import AuthServerMetadata, ProtectedResourceMetadata
 from .flow import TokenSet
 from .grants import AssertionProvider
@@ -66,6 +70,8 @@ __all__ = [
     "DEFAULT_REDIRECT_URI",
     "TokenSet",
     "AssertionProvider",
+    "DeviceFlow",
+    "DeviceCode",
     "ClientInfo",
     "ProtectedResourceMetadata",
     "AuthServerMetadata",

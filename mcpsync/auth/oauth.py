@@ -34,6 +34,7 @@ from requests.utils import rewind_body
 
 from ..errors import AuthError, ConfigError, TokenError
 from ._util import canonical_server_url, log, same_origin, short
+from .device import DeviceFlow, device_flow_for
 from .discovery import (
     AuthServerMetadata,
     discover_authorization_server,
@@ -77,7 +78,8 @@ class OAuth(_Selection, GrantConstructors, AuthBase):
     Parameters (all keyword-only):
         client_name: shown by the AS on its consent page (DCR).
         redirect: "auto" (default), "terminal", "paste", "headless", a callable
-            ``f(authorization_url) -> redirected_url``, or a :class:`RedirectHandler`.
+            ``f(authorization_url) -> redirected_url``, or a :class:`RedirectHandler`; or
+            "device" / a :class:`DeviceFlow`: the RFC 8628 device grant (show a code, poll).
         redirect_uri: the redirect URI to use (default: loopback on an ephemeral port for
             "terminal", ``http://127.0.0.1:8976/callback`` otherwise). It must be registered
             with pre-registered clients and listed in a client metadata document.
@@ -104,7 +106,7 @@ class OAuth(_Selection, GrantConstructors, AuthBase):
         self,
         *,
         client_name: str = "mcpsync",
-        redirect: str | Callable[[str], str] | RedirectHandler = "auto",
+        redirect: str | Callable[[str], str] | RedirectHandler | DeviceFlow = "auto",
         redirect_uri: str | None = None,
         client_id: str | None = None,
         client_secret: str | None = None,
@@ -484,6 +486,11 @@ class OAuth(_Selection, GrantConstructors, AuthBase):
             )
             return self._grant
         scopes = select_scopes(**scopes_args, asm=asm, offline_access=self._offline_access)
+        device = device_flow_for(self._redirect_spec)
+        if device is not None:  # RFC 8628: no redirect at all (device.py)
+            self._requested_scopes = scopes
+            self._set_token(device.obtain(self, asm, resource, scopes))
+            return "device"
         handler = self._redirect_handler()
         try:
             redirect_uri = handler.prepare()

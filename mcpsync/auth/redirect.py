@@ -15,7 +15,8 @@ Owns the redirect handlers. Each one says which ``redirect_uri`` to register and
   authorization server and return the ``Location`` that points elsewhere.
 
 ``resolve_redirect("auto")`` picks loopback when a browser is available, paste in a
-notebook (ipykernel loaded) or without a display.
+notebook (ipykernel loaded) or without a display. ``"device"`` is not a redirect at all:
+``OAuth`` runs the RFC 8628 device grant instead (:mod:`.device`).
 
 >>> OAuth(redirect=lambda url: my_browser_robot(url))          # doctest: +SKIP
 >>> OAuth(redirect="paste", redirect_uri="http://127.0.0.1:8976/callback")  # doctest: +SKIP
@@ -393,5 +394,5 @@ def resolve_redirect(spec: Any, redirect_uri: str | None = None) -> RedirectHand
     if mode == "headless":
         return HeadlessRedirect(redirect_uri or DEFAULT_REDIRECT_URI)
     raise ConfigError(
-        f"unknown redirect mode {spec!r} (auto, terminal, paste, headless, or a callable)"
+        f"unknown redirect mode {spec!r} (auto, terminal, paste, headless, device, or a callable)"
     )

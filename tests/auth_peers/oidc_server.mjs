@@ -3,7 +3,8 @@
 //
 // Owns: configuring oidc-provider the way an MCP deployment would (dynamic client
 // registration, PKCE required, RFC 8707 resource indicators issuing JWT access tokens
-// whose audience is the MCP server, refresh tokens, client_credentials) plus an
+// whose audience is the MCP server, refresh tokens, client_credentials, the device
+// authorization grant) plus an
 // auto-consent interaction so the authorization step completes with plain HTTP requests
 // (GET /authorize -> 303 /interaction/<uid> -> 303 ... -> 303 redirect_uri?code&state&iss).
 //
@@ -43,6 +44,7 @@ const provider = new Provider(issuer, {
     devInteractions: { enabled: false },
     registration: { enabled: true },
     clientCredentials: { enabled: true },
+    deviceFlow: { enabled: true }, // RFC 8628: /device/auth, user pages at /device
     resourceIndicators: {
       enabled: true,
       useGrantedResource: async () => true,
