@@ -391,11 +391,11 @@ class Restarter:
             event.ok, event.seconds = True, time.monotonic() - started
             later, self._later = self._later, []
         self._ready.set()
-        self.watch(conn)
         log.warning("mcpsync: %s is back (restart %d)", self._name, self.count)
         for callback in later:
             callback(era, None)
         self._announce(event)
+        self.watch(conn)  # after the announcement: a death at once is the next event
         return True
 
     def _give_up(self, event: RestartEvent, started: float) -> None:

@@ -33,6 +33,8 @@ from ._catalog import Catalog
 from ._forksafe import own_session, release_session
 from ._lifecycle import check as _check_fork
 from ._lifecycle import forked as _forked
+from ._restart import Restarter, RestartPolicy, Restarts
+from ._restart import attach as _restart_attach
 from ._serverlog import LOG_LEVELS, ServerLog
 from ._typed import types as _types
 from ._typed import validate as _validate
@@ -67,7 +69,7 @@ log = logging.getLogger("mcpsync")
 CLIENT_INFO = {"name": "mcpsync", "version": __version__}
 
 
-class Session(BringUp, Catalog, Skills):
+class Session(BringUp, Catalog, Skills, Restarts):
     """A live MCP session. Create it with ``Session.connect(...)``; close it with ``close()``."""
 
     def __init__(self, connection: Connection, *, name: str, strict: bool = True) -> None:
@@ -96,6 +98,7 @@ class Session(BringUp, Catalog, Skills):
         self._caches: Caches = DEFAULT_CACHES  # era verdicts and cache hints
         self._notification_callbacks: list[Callable[[str, dict[str, Any]], None]] = []
         self._tool_filter: NameFilter | None = None  # include_tools / exclude_tools
+        self._restart: Restarter | None = None  # the restart policy at work (_restart)
         own_session(self)  # this process's: after os.fork() the child's calls raise ForkedError
 
     # -- bring-up ----------------------------------------------------------------------
@@ -126,6 +129,7 @@ class Session(BringUp, Catalog, Skills):
         include_tools: str | Sequence[str] | None = None,
         exclude_tools: str | Sequence[str] | None = None,
         extensions: Mapping[str, Mapping[str, Any] | None] | Sequence[str] | None = None,
+        restart: bool | RestartPolicy | Mapping[str, Any] | None = None,
         _caches: Caches | None = None,
     ) -> Session:
         """Bring up a session and return it ready for use.
@@ -150,17 +154,20 @@ class Session(BringUp, Catalog, Skills):
 
         ``extensions``: extension ids (or id -> settings) advertised in the client capabilities.
 
+        ``restart``: True or a ``RestartPolicy``: bring the session up again when the server dies.
+
         ``_caches`` (private): the era verdict and cache-hint stores to use instead of the
         process-wide ones (``mcpsync.protocol.choose.Caches``; tests pass fresh ones).
         """
         started = time.perf_counter()
         # one deadline for the whole bring-up: probe, initialize, fallbacks and restarts
         deadline = time.monotonic() + connect_timeout if connect_timeout is not None else None
-        name, candidates = select_transports(
-            target, transport=transport, deadline=deadline, name=name, argv_name=command_name,
+        select = functools.partial(
+            select_transports, target, transport=transport, name=name, argv_name=command_name,
             env=env, cwd=cwd, inherit_env=inherit_env, headers=headers, http_session=http_session,
             auth=auth, timeout=timeout, connect_timeout=connect_timeout,
         )  # fmt: skip
+        name, candidates = select(deadline=deadline)
         resolve_era(era, protocol_version)  # ConfigError before anything starts
         offered = _offer.extensions(extensions)  # e.g. mcpsync.apps.EXTENSION; ConfigError too
         tool_filter = NameFilter.of(include_tools, exclude_tools)
@@ -187,6 +194,8 @@ class Session(BringUp, Catalog, Skills):
             candidates, prepare, name=name, deadline=deadline, connect_timeout=connect_timeout
         )
         session._era.on_expired(session._reinitialize)
+        session._restart = _restart_attach(session, restart, lambda d: select(deadline=d)[1], prepare,
+                                           connect_timeout, isinstance(target, Transport))  # fmt: skip
         session.phases["total"] = time.perf_counter() - started
         return session
 
@@ -230,7 +239,9 @@ class Session(BringUp, Catalog, Skills):
 
     @property
     def closed(self) -> bool:
-        return self._conn.closed or _forked(self)  # (in a forked child: not for use)
+        restarting = self._restart is not None and not self._restart.finished
+        # (in a forked child: not for use)
+        return (self._conn.closed and not restarting) or _forked(self)
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else "open"
@@ -243,6 +254,8 @@ class Session(BringUp, Catalog, Skills):
         """Close the session: the transport, the server process, every thread. Idempotent."""
         if _forked(self):  # in a child of os.fork(): release its copies, leave the server be
             return release_session(self)
+        if self._restart is not None:
+            self._restart.stop()  # no restart starts or finishes after this
         self._era.stop()  # then one deadline for the connection's threads and the era's
         self._conn.close(also=self._era.threads)
 
