@@ -2,9 +2,10 @@
 
 Owns: ``Progress`` (one progress report), ``_Call`` (a request's deadlines, progress
 callback and outcome slots), ``_RequestFuture`` (the future ``Connection.request``
-returns), ``DeadlineTimer`` (the ``mcpsync-timer[name]`` thread that expires calls),
-``server_error`` and ``_Call.settle_reply`` (a response as the outcome to settle),
-``fail_all`` (every pending call at once), ``report_progress``, and ``join_until``/``warn_alive`` (join threads until one shared deadline; name those left).
+returns), ``server_error`` and ``_Call.settle_reply`` (a response as the outcome to
+settle), ``fail_all`` (every pending call at once), ``report_progress``, and
+``join_until``/``warn_alive`` (join threads until one shared deadline; name those left).
+The deadlines themselves are watched by the shared timer (``_shared.TIMER``).
 Used by ``mcpsync.connection`` only; ``Progress`` is public there.
 """
 
@@ -25,7 +26,6 @@ from .transports.base import Message
 __all__ = [
     "DEFAULT",
     "Default",
-    "DeadlineTimer",
     "Progress",
     "fail_all",
     "report_progress",
@@ -209,58 +209,3 @@ def server_error(error: Any, method: str) -> BaseException:
         error.get("data"),
         method=method,
     )
-
-
-class DeadlineTimer:
-    """The ``mcpsync-timer[name]`` thread: hands every pending call whose deadline passed
-    to ``expire``. It sleeps until the earliest deadline, at most a second."""
-
-    def __init__(
-        self, name: str, pending: dict[Any, _Call], expire: Callable[[_Call], bool]
-    ) -> None:
-        self._pending = pending  # the connection's pending table (read, never written)
-        self._expire = expire
-        self._cond = threading.Condition()
-        self._next = _NEVER
-        self._stop = False
-        # daemon: never keeps the interpreter alive; stop() ends it, the close joins it
-        self.thread = threading.Thread(
-            target=self._loop, name=f"mcpsync-timer[{name}]", daemon=True
-        )
-
-    def schedule(self, deadline: float) -> None:
-        # Unlocked first look (hot path); the timer re-scans at least once a second anyway.
-        if deadline < self._next:
-            with self._cond:
-                if deadline < self._next:
-                    self._next = deadline
-                    self._cond.notify()
-
-    def stop(self) -> None:
-        with self._cond:
-            self._stop = True
-            self._cond.notify()
-
-    def _loop(self) -> None:
-        cond = self._cond
-        while True:
-            with cond:
-                if self._stop:
-                    return
-                now = time.monotonic()
-                expired = []
-                earliest = _NEVER
-                for call in list(self._pending.values()):
-                    if call.deadline <= now:
-                        expired.append(call)
-                    elif call.deadline < earliest:
-                        earliest = call.deadline
-                # Sleep until the earliest deadline, at most a second. Requests whose
-                # deadline falls after that wake-up need not notify us (the hot path).
-                wake = min(earliest, now + 1.0)
-                self._next = wake
-                if not expired:
-                    cond.wait(wake - now)
-                    continue
-            for call in expired:
-                self._expire(call)

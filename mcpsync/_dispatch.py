@@ -1,75 +1,113 @@
 """The ordered notification dispatch of one connection.
 
-Owns: the ``mcpsync-dispatch[name]`` thread and its queue: notification callbacks run
-there in wire order, and a response that arrived behind still-queued notifications is
-settled there, after them. The queue counts what was put on it and what it finished, so
-the reader can tell at a glance whether anything is still queued or running
-(``idle()``). Also the connection's "closed" callbacks (``on_closed``), run once on their
-own short-lived ``mcpsync-closed[name]`` thread, never on a reader. Used by
-``mcpsync.connection`` only.
+Owns: the connection's dispatch queue: notification callbacks run from it in wire order,
+and a response that arrived behind still-queued notifications is settled from it, after
+them. The queue runs on the process's shared workers (``_shared.POOL``), on one worker at
+a time, a batch at a time (other connections' queues take turns). It counts what was put
+on it and what it finished, so the reader can tell at a glance whether anything is still
+queued or running (``idle()``). Also the connection's "closed" callbacks (``on_closed``),
+run once on their own short-lived ``mcpsync-closed[name]`` thread, never on a reader.
+Used by ``mcpsync.connection`` only.
 """
 
 from __future__ import annotations
 
+import collections
 import logging
-import queue
 import threading
+import time
 from _thread import get_ident
 from collections.abc import Callable
 from typing import Any
+
+from ._shared import POOL
 
 __all__ = ["Dispatcher", "ClosedCallbacks"]
 
 log = logging.getLogger("mcpsync")
 
-_STOP = object()
+#: items one turn on a worker runs before the queue goes to the back of the line
+_BATCH = 64
 
 
 class Dispatcher:
-    """One ordered queue and the thread that drains it; ``handle(item)`` runs each item."""
+    """One ordered queue run on the shared pool; ``handle(item)`` runs each item."""
 
     def __init__(self, name: str, handle: Callable[[Any], None]) -> None:
+        self._name = name
         self._handle = handle
-        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._items: collections.deque[Any] = collections.deque()
         # Items put on / finished: equal when nothing waits or runs there.
         self._queued = 0
         self._done = 0
-        self._lock = threading.Lock()  # the count and the put, together
-        #: the ident of the dispatch thread, once it runs (a call made there cannot wait for it)
+        self._cond = threading.Condition()  # guards the items, `_running` and the count
+        self._running = False  # on a worker, or waiting for one
+        self._stopped = False
+        self._joining = False
+        #: the ident of the thread running this queue now (a call made there cannot wait for it)
         self.ident: int | None = None
-        self.thread = threading.Thread(
-            target=self._loop, name=f"mcpsync-dispatch[{name}]", daemon=True
-        )
-
-    def start(self) -> None:
-        self.thread.start()
+        #: the worker running it now (named when a close gives up waiting for it)
+        self.worker: threading.Thread | None = None
 
     def idle(self) -> bool:
         """Nothing queued or running (read without a lock: the reader's hot path)."""
         return self._queued == self._done
 
     def put(self, item: Any) -> None:
-        with self._lock:
+        with self._cond:
+            if self._stopped:
+                return
             self._queued += 1
-            self._queue.put(item)
+            self._items.append(item)
+            if self._running:
+                return
+            self._running = True
+        POOL.schedule(self)
 
     def stop(self) -> None:
-        """Let the thread end once it has run what is queued before this."""
-        self._queue.put(_STOP)
+        """Take nothing more; what is queued still runs."""
+        with self._cond:
+            self._stopped = True
 
-    def _loop(self) -> None:
+    def drain(self) -> bool:
+        """Run up to a batch of items (on a pool worker); True if more are left."""
         self.ident = get_ident()
-        get = self._queue.get
-        while True:
-            item = get()
-            if item is _STOP:
-                return
-            try:
-                self._handle(item)
-            except Exception:
-                log.exception("mcpsync: dispatch failed")
-            finally:
-                self._done += 1  # only this thread writes it
+        self.worker = threading.current_thread()
+        items, cond = self._items, self._cond
+        try:
+            for _ in range(_BATCH):
+                with cond:
+                    if not items:
+                        self._running = False
+                        if self._joining:
+                            cond.notify_all()
+                        return False
+                    item = items.popleft()
+                try:
+                    self._handle(item)
+                except Exception:
+                    log.exception("mcpsync: dispatch failed for %s", self._name)
+                finally:
+                    self._done += 1  # only the one thread running the queue writes it
+            return True
+        finally:
+            self.ident = None
+            self.worker = None
+
+    def join(self, deadline: float) -> threading.Thread | None:
+        """Wait (until ``deadline``) for what is queued to have run; the worker still
+        running it when the deadline passed, else None. Called from the queue's own
+        callback it does not wait."""
+        if self.ident == get_ident():
+            return None
+        with self._cond:
+            self._joining = True
+            while self._running:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return self.worker or threading.current_thread()
+                self._cond.wait(remaining)
+        return None
 
 
 class ClosedCallbacks:

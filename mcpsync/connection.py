@@ -1,7 +1,7 @@
 """The JSON-RPC connection: requests as futures or blocking calls, over any transport.
 
-Owns: request ids and the pending-call table, timeouts (one timer thread), progress,
-cancellation (``notifications/cancelled``), the ordered notification dispatch thread,
+Owns: request ids and the pending-call table, timeouts (on the shared timer), progress,
+cancellation (``notifications/cancelled``), the ordered notification dispatch queue,
 the threads that run server-to-client requests, and failing every pending call at once
 when the transport ends. It knows nothing of MCP methods beyond progress, cancellation
 and ping: the handshake and the typed API sit above it.
@@ -15,9 +15,10 @@ bare write-line/read-line loop costs.
 Threads, for one connection to server ``name``:
 - the transport's reader(s) call ``_on_message``; a response settles its call right
   there (on stdio usually in the waiting caller's own thread: no thread hop);
-- ``mcpsync-dispatch[name]`` runs notification callbacks in wire order (``_dispatch``);
+- the dispatch queue (``_dispatch``) runs notification callbacks in wire order, on the
+  process's shared ``mcpsync-dispatch[shared]`` workers (``_shared.POOL``);
+- ``mcpsync-timer[shared]``, one for the process, fails calls whose deadline passed;
 - ``mcpsync-closed[name]`` runs the ``on_closed`` callbacks once, when the transport died;
-- ``mcpsync-timer[name]`` fails calls whose deadline passed;
 - ``mcpsync-handler[name]`` threads run server requests (sampling, elicitation, roots),
   never on the reader, so a slow handler never stops reading.
 
@@ -51,7 +52,6 @@ from typing import Any
 from . import jsonrpc
 from ._calls import (
     DEFAULT,
-    DeadlineTimer,
     Default,
     Progress,
     _Call,
@@ -63,6 +63,7 @@ from ._calls import (
 )
 from ._dispatch import ClosedCallbacks, Dispatcher
 from ._served import ServerRequests
+from ._shared import POOL, TIMER
 from .errors import (
     MCPSyncError,
     ProtocolError,
@@ -134,8 +135,8 @@ class Connection:
         self._state_lock = threading.Lock()
         self._dispatcher = Dispatcher(name, self._dispatch)
         self._closed_callbacks = ClosedCallbacks(name)
-        self._deadlines = DeadlineTimer(name, self._pending, self._expire)
-        self._timer = self._deadlines.thread
+        self._attached = False  # to the shared timer and dispatch workers (``_shared``)
+        self._released: list[threading.Thread] = []  # shared threads to join on close
         self._served = ServerRequests(
             name,
             lambda: self.request_handlers,
@@ -153,8 +154,10 @@ class Connection:
         """Start the threads, then the transport (which may deliver at once)."""
         transport = self.transport
         self._pump = transport.wait_for if transport.features.caller_reads else None
-        self._dispatcher.start()
-        self._timer.start()
+        with self._state_lock:
+            self._attached = True
+            TIMER.attach(id(self), self._pending, self._expire)
+            POOL.attach()
         try:
             self.transport.start(self._on_message, self._on_transport_closed, self._on_wire_error)
         except BaseException:
@@ -308,7 +311,7 @@ class Connection:
             call.timeout = timeout
             call.deadline = now + timeout
             call.hard_deadline = now + (max_timeout if max_timeout is not None else 10 * timeout)
-            self._deadlines.schedule(call.deadline)
+            TIMER.schedule(call.deadline)
         # Mcp-Param-* headers for this request, for transports that take them (HTTP)
         extra = {"headers": headers} if headers else _NO_EXTRA
         try:
@@ -495,9 +498,10 @@ class Connection:
             self._close_error = error
         error = error or SessionClosed(f"connection to {self.name!r} was closed")
         fail_all(self._pending, error)
-        # Let the worker threads end by themselves; close() still joins them.
+        # What is queued still runs; the shared threads end by themselves if this was
+        # the last connection (close() still joins them).
         self._dispatcher.stop()
-        self._deadlines.stop()
+        self._released += self._detach()
         self._closed_callbacks.fire(error)
 
     def _closed_error(self) -> BaseException:
@@ -558,19 +562,32 @@ class Connection:
         except MCPSyncError:
             pass
 
+    def _detach(self) -> list[threading.Thread]:
+        """Leave the shared timer and workers (once); their threads if this was the last."""
+        with self._state_lock:
+            if not self._attached:
+                return []
+            self._attached = False
+        timer = TIMER.detach(id(self))
+        return [*POOL.detach(), *([timer] if timer is not None else [])]
+
     def _stop_threads(
         self, deadline: float, also: Callable[[], Iterable[threading.Thread]] | None = None
     ) -> list[threading.Thread]:
-        """Stop the dispatch and timer threads and join them with the handler threads (and
-        ``also()``), all until ``deadline``; the ones still alive, after a warning naming them."""
+        """Let the dispatch queue finish, leave the shared threads (joining them if this
+        was the last connection), and join the handler threads (and ``also()``), all until
+        ``deadline``; the ones still alive, after a warning naming them."""
         self._dispatcher.stop()
-        self._deadlines.stop()
         started = time.monotonic()
-        threads = [self._dispatcher.thread, self._timer, *list(self._served.threads)]
+        stuck = self._dispatcher.join(deadline)  # the callbacks already queued run first
+        self._released += self._detach()
+        threads = [*self._released, *list(self._served.threads)]
         if self._closed_callbacks.thread is not None:
             threads.append(self._closed_callbacks.thread)
         if also is not None:
             threads += also()
         alive = join_until(threads, deadline)
+        if stuck is not None and stuck not in alive:
+            alive.append(stuck)
         warn_alive(self.name, alive, time.monotonic() - started)
         return alive

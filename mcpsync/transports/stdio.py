@@ -1,8 +1,9 @@
 """stdio transport: spawn the server and speak newline-delimited JSON over its pipes.
 
 Owns: the child process (argv only, never a shell; environment; working directory;
-its own process group), the stdout reader thread, the stderr drain thread (a bounded
-tail kept for error messages, every line sent to ``logging``), and the shutdown ladder.
+its own process group), writes, close, and the shutdown ladder; reading (the reader
+role, and the one thread that drains stderr and reads stdout while no caller does) is
+``reader.PipeReader``, framing ``ndjson.LineFramer``, the process half ``child``.
 
 Environment: by default the child gets only a small allow-list of the parent's
 variables (``DEFAULT_INHERITED_ENV``, as the reference SDKs do, so secrets in the
@@ -58,19 +59,17 @@ from .._lifecycle import forked
 from ..errors import ConfigError, ServerExited, TransportError, WriteTimeout
 from ..jsonrpc import encode
 from .base import Features, Message, OnClose, OnError, OnMessage, Transport
-from .child import DEFAULT_INHERITED_ENV, ChildProcess, default_environment
+from .child import DEFAULT_INHERITED_ENV, ChildProcess, default_environment, spawn
 from .ndjson import _NOISE_LINES, LineFramer, MessageTooLarge
+from .reader import PipeReader
 from .sigint import _GUARD, _MAIN_IDENT
 
 __all__ = ["StdioTransport", "MessageTooLarge", "DEFAULT_INHERITED_ENV", "default_environment"]
 
 log = logging.getLogger("mcpsync.stdio")
 
-#: after a send, the background reader leaves stdout to the caller this long (seconds)
-_CALLER_GRACE = 0.005
 
-
-class StdioTransport(ChildProcess, LineFramer, Transport):
+class StdioTransport(ChildProcess, PipeReader, LineFramer, Transport):
     """Runs an MCP server as a child process; one JSON message per line."""
 
     kind = "stdio"
@@ -115,7 +114,10 @@ class StdioTransport(ChildProcess, LineFramer, Transport):
         self._stdin_fd = -1
         self._owed = b""  # the rest of a message a timed-out write left half-written
         self._reader: threading.Thread | None = None
-        self._stderr_reader: threading.Thread | None = None
+        self._stderr_reader: threading.Thread | None = None  # only where poll() is missing
+        self._err_fd = -1  # stderr, read by the reader thread (or a caller) while open
+        self._err_lock = threading.Lock()
+        self._err_pending = b""  # the start of a stderr line not ended yet
         self._closing = threading.Event()
         self._shut = False  # = _closing.is_set(), read on the hot path without a call
         # the reader role and the line buffer it guards
@@ -147,17 +149,8 @@ class StdioTransport(ChildProcess, LineFramer, Transport):
         if self._closing.is_set() or self.process is not None:
             raise TransportError(f"stdio transport to {self.name!r} was already started or closed")
         try:
-            self.process = subprocess.Popen(
-                self.argv,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,  # always a pipe: works where sys.stderr has no fileno
-                env=self.env,
-                cwd=self.cwd,
-                # its own process group, for the shutdown ladder
-                start_new_session=(os.name == "posix"),
-                bufsize=0,
-            )
+            # its own process group, a parent-death signal, a Windows job (transports/spawn.py)
+            self.process = spawn(self.argv, env=self.env, cwd=self.cwd)
         except (OSError, ValueError) as exc:
             raise TransportError(f"cannot start server {self.argv[0]!r}: {exc}") from exc
         _GUARD.opened()
@@ -165,10 +158,7 @@ class StdioTransport(ChildProcess, LineFramer, Transport):
         assert self._stdin is not None
         self._stdin_fd = self._stdin.fileno()
         self._bind(on_message, on_close, on_error)
-        self._stderr_reader = threading.Thread(
-            target=self._drain_stderr, name=f"mcpsync-stdio-stderr[{self.name}]", daemon=True
-        )
-        assert self.process.stdout is not None
+        assert self.process.stdout is not None and self.process.stderr is not None
         self._fd = self.process.stdout.fileno()
         if self.features.caller_reads:
             # Reads only after poll() said so, writes wait in poll(): nothing blocks unbounded.
@@ -183,11 +173,19 @@ class StdioTransport(ChildProcess, LineFramer, Transport):
                 os.set_blocking(fd, False)
             self._caller_poll.register(self._wake_r, select.POLLIN)
             self._caller_poll.register(self._stop_r, select.POLLIN)
+            self._err_fd = self.process.stderr.fileno()
+            os.set_blocking(self._err_fd, False)
+            reader = self._pipe_reader  # one thread: stderr, and stdout while no caller reads
+        else:  # pragma: no cover - no poll(): blocking reads, stderr on a thread of its own
+            reader = self._background_reader
+            self._stderr_reader = threading.Thread(
+                target=self._drain_stderr, name=f"mcpsync-stdio-stderr[{self.name}]", daemon=True
+            )
+            self._stderr_reader.start()
         # daemon: a session the caller forgot to close must not hang interpreter exit
         self._reader = threading.Thread(
-            target=self._background_reader, name=f"mcpsync-stdio-reader[{self.name}]", daemon=True
+            target=reader, name=f"mcpsync-stdio-reader[{self.name}]", daemon=True
         )
-        self._stderr_reader.start()
         self._reader.start()
 
     def send(
@@ -337,176 +335,13 @@ class StdioTransport(ChildProcess, LineFramer, Transport):
                 code = None
         if self._stderr_reader is not None:
             self._stderr_reader.join(timeout=0.5)
+        else:  # its last words are on their way (bounded)
+            self._stderr_until_eof(0.5)
         if code is not None:  # one wording for an exit, whichever pipe noticed it first
             what = "server closed its stdout"
         return ServerExited(
             f"server {self.name!r}: {what}", exit_code=code, stderr_tail=self.stderr_tail()
         )
-
-    # -- reading: the reader role -------------------------------------------------------
-
-    def wait_for(self, future: Any, deadline: float) -> None:
-        """Read stdout in the calling thread until ``future`` is done or ``deadline`` passes.
-
-        ``future``: anything with ``done()``; ``deadline``: a ``time.monotonic()`` value.
-        """
-        guard = _GUARD
-        main = get_ident() == _MAIN_IDENT
-        if main:  # a Ctrl-C waits for the message boundary (see the module docstring)
-            if not guard.installed:
-                guard.install()
-            guard.depth += 1
-            guard.current = self  # (left set after: a stale one only gets a spare wake-up)
-        waiting = self._waiting
-        waiting.append(None)  # list.append/pop are atomic: no lock on the hot path
-        try:
-            while not future.done() and not self._eof and not guard.pending:
-                if self._role.acquire(False):
-                    self._role_owner = get_ident()
-                    try:
-                        if not self._shut:
-                            self._read_until(future, deadline)
-                    finally:
-                        self._role_owner = 0
-                        self._role.release()
-                        if self._parked:
-                            self._wake_parked(hand_over=True)
-                    return
-                # Another thread reads; it wakes us when our reply came or it is done.
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or self._shut:
-                    return
-                self._park(future, min(remaining, 0.05))
-        finally:
-            waiting.pop()
-            if main:
-                guard.depth -= 1
-                if guard.pending and guard.depth <= 0:
-                    guard.pending = False
-                    raise KeyboardInterrupt  # deferred from inside the read
-
-    def _release_role(self) -> None:
-        self._role_owner = 0
-        self._role.release()
-        if self._parked:
-            self._wake_parked(hand_over=True)
-
-    def _read_until(self, future: Any, deadline: float) -> None:
-        """The reader role's loop in a waiting caller: poll, read, deliver."""
-        poll = self._caller_poll.poll
-        fd = self._fd
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return
-            events = poll(remaining * 1000)
-            if not events:
-                return
-            for ready, _ in events:
-                if ready != fd:
-                    if ready == self._stop_r:
-                        return  # closing
-                    self._drain_wakeups()
-                    if self._parked:  # their replies may have been resolved elsewhere
-                        self._wake_parked()
-                    continue
-                self._read_once()
-            if future.done() or self._eof or _GUARD.pending or self._shut:
-                return
-
-    def _park(self, future: Any, timeout: float) -> None:
-        event = threading.Event()
-        key = id(event)
-        self._parked[key] = (future, event)
-        try:
-            # Registered first, then looked: a reader that finishes now will see us.
-            if self._role.locked() and not future.done():
-                event.wait(timeout)
-        finally:
-            self._parked.pop(key, None)
-
-    def _wake_parked(self, hand_over: bool = False, everyone: bool = False) -> None:
-        """Wake parked callers whose reply came; with ``hand_over`` also one to take the role."""
-        need_reader = hand_over
-        for future, event in list(self._parked.values()):
-            if everyone or future.done():
-                event.set()
-            elif need_reader:
-                event.set()
-                need_reader = False
-
-    def wakeup(self) -> None:
-        """Make a caller that reads stdout look at its future again (resolved elsewhere)."""
-        if self._wake_w >= 0:
-            try:
-                os.write(self._wake_w, b"x")
-            except (BlockingIOError, OSError):
-                pass  # already signalled, or closed
-
-    def _drain_wakeups(self) -> None:
-        try:
-            while os.read(self._wake_r, 4096):
-                pass
-        except (BlockingIOError, OSError):
-            pass
-
-    def _background_reader(self) -> None:
-        """Reads while no caller does (notifications, server requests, idle EOF)."""
-        poller = select.poll() if self.features.caller_reads else None
-        if poller is not None:
-            poller.register(self._fd, select.POLLIN)
-            poller.register(self._stop_r, select.POLLIN)
-        while not self._eof and not self._closing.is_set():
-            if poller is not None:
-                with self._role_cv:
-                    # Callers are reading, or just sent and are about to: leave it to them.
-                    if self._waiting or time.monotonic() - self._last_send < _CALLER_GRACE:
-                        self._role_cv.wait(_CALLER_GRACE)
-                        continue
-                events = poller.poll(100)
-                if not events or any(fd == self._stop_r for fd, _ in events):
-                    continue
-            if not self._role.acquire(blocking=False):
-                continue
-            self._role_owner = get_ident()
-            try:
-                if not self._eof and not self._closing.is_set():
-                    self._read_once()
-            finally:
-                self._release_role()
-
-    def _read_once(self) -> None:
-        """Read what stdout has (the caller holds the role) and deliver complete lines."""
-        try:
-            # 64 KiB: under glibc's mmap threshold (a 256 KiB buffer costs an mmap/munmap
-            # pair and page faults on every read, ~13 us a call).
-            chunk = os.read(self._fd, 65536)
-        except BlockingIOError:
-            return  # nothing after all (poll said readable): look again
-        except OSError:
-            chunk = b""
-        if not chunk:
-            self._on_eof()
-            return
-        if (
-            chunk[-1] == 10
-            and not self._parts
-            and not self._discarding
-            and chunk.find(b"\n") == len(chunk) - 1
-        ):
-            self._deliver_line(chunk)  # exactly one whole line: the common case
-        else:
-            self._feed(chunk)
-        if self._parked:
-            self._wake_parked()
-
-    def _on_eof(self) -> None:
-        self._eof = True
-        self._wake_parked(everyone=True)
-        with self._role_cv:
-            self._role_cv.notify_all()
-        if not self._closing.is_set():
-            self._report_close(self._exit_error("server closed its stdout"))
 
     def _join_threads(self) -> None:
         """Join the threads, then close each descriptor no thread can read any more."""
@@ -536,6 +371,9 @@ class StdioTransport(ChildProcess, LineFramer, Transport):
                     except OSError:
                         pass
             self._wake_r = self._wake_w = self._stop_r = self._stop_w = -1
+            if self._err_lock.acquire(timeout=self.shutdown_timeout):  # no read of it under way
+                self._err_fd = -1
+                self._err_lock.release()
             if proc is not None:
                 for pipe in (proc.stdout, proc.stderr):
                     if pipe is not None:
