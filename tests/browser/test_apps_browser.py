@@ -1,0 +1,265 @@
+"""MCP Apps in a real browser: Debian's chromium (headless, chromedriver) drives JupyterLab.
+
+A JupyterLab server on 127.0.0.1 (token, temporary root, runtime and config dirs, no
+network) opens a notebook that connects to the real npm server
+``@modelcontextprotocol/server-basic-vanillajs`` (through ``recording_proxy.py``, which
+records every line to and from it) with ``extensions=mcpsync.apps.EXTENSION`` and calls
+``get-time``; the cell shows the app (``mcpsync.apps.AppView``). The test then looks inside
+the app's iframe: the server time from the kernel's call is shown; a click on "Get Server
+Time" makes the app call ``get-time`` through the bridge; the server receives that second
+``tools/call`` and the time it answered appears in the app. A screenshot is saved
+(``MCPSYNC_APPS_SCREENSHOT`` names where; default: the test's temporary folder).
+
+Every wait is bounded (WebDriverWait, HTTP polls with deadlines); the server, its kernel and
+the npm server are stopped by pid at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+pytestmark = [pytest.mark.real, pytest.mark.slow, pytest.mark.timeout(300)]
+
+pytest.importorskip("jupyterlab")
+pytest.importorskip("anywidget")
+pytest.importorskip("selenium")
+
+from selenium import webdriver  # noqa: E402
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support import expected_conditions as EC  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+NODE_BIN = REPO / "tests" / "node" / "node_modules" / ".bin"
+PROXY = Path(__file__).with_name("recording_proxy.py")
+CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
+if not (CHROMIUM and CHROMEDRIVER):
+    pytest.skip(
+        "chromium / chromedriver not installed (scripts/install-test-deps.sh installs them "
+        "with apt-get when it can)",
+        allow_module_level=True,
+    )
+if not (NODE_BIN / "mcp-server-basic-vanillajs").exists():
+    pytest.skip("npm peers not installed (scripts/install-test-deps.sh)", allow_module_level=True)
+
+TOKEN = "browser-test-" + os.urandom(8).hex()
+FLAGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--window-size=1280,1000",
+]  # fmt: skip
+
+
+# the notebook panel among the main area's widgets, and its kernel's status
+KERNEL_STATE = """
+for (const w of window.jupyterapp.shell.widgets('main')) {
+  const c = w.sessionContext;
+  if (c) return [w.title.label, c.kernelDisplayStatus, !!(c.session && c.session.kernel)];
+}
+return ['no notebook panel', String(window.jupyterapp.shell.currentWidget)];
+"""
+KERNEL_IDLE = """
+for (const w of window.jupyterapp.shell.widgets('main')) {
+  const c = w.sessionContext;
+  if (c && c.session && c.session.kernel && c.kernelDisplayStatus === 'idle') return true;
+}
+return false;
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _notebook(log: Path) -> dict[str, Any]:
+    argv = [sys.executable, str(PROXY), str(log), "--", "mcp-server-basic-vanillajs", "--stdio"]
+    source = [
+        "import mcpsync, mcpsync.apps\n",
+        f"s = mcpsync.Session.connect({argv!r}, extensions=mcpsync.apps.EXTENSION)\n",
+        "view = mcpsync.apps.call(s, 'get-time')\n",
+        "view",
+    ]
+    return {
+        "cells": [
+            {"cell_type": "code", "execution_count": None, "id": "app", "metadata": {},
+             "outputs": [], "source": source}
+        ],
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }  # fmt: skip
+
+
+def _wait_http(url: str, deadline: float) -> None:
+    last: Exception | None = None
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=5) as response:
+                if response.status == 200:
+                    return
+        except OSError as exc:
+            last = exc
+        time.sleep(0.25)  # polling a server that is starting: no event to wait on
+    raise AssertionError(f"JupyterLab did not answer {url} in time: {last}")
+
+
+def _lines(log: Path, mark: str) -> list[dict[str, Any]]:
+    out = []
+    for line in log.read_text().splitlines():
+        if line.startswith(mark):
+            try:
+                out.append(json.loads(line[2:]))
+            except ValueError:
+                continue
+    return out
+
+
+def _tool_calls(log: Path) -> list[dict[str, Any]]:
+    return [m for m in _lines(log, "> ") if m.get("method") == "tools/call"]
+
+
+def _answer_to(log: Path, rid: Any) -> dict[str, Any] | None:
+    for m in _lines(log, "< "):
+        if m.get("id") == rid and "result" in m:
+            return m["result"]
+    return None
+
+
+@pytest.fixture
+def jupyterlab(tmp_path: Path):
+    root = tmp_path / "root"
+    root.mkdir()
+    log = tmp_path / "server.log"
+    (root / "apps.ipynb").write_text(json.dumps(_notebook(log)))
+    port = _free_port()
+    env = {
+        **os.environ,
+        "PATH": f"{NODE_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+        "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
+        "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
+        "JUPYTERLAB_SETTINGS_DIR": str(tmp_path / "settings"),
+        "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "workspaces"),
+        "IPYTHONDIR": str(tmp_path / "ipython"),
+    }
+    command = [
+        sys.executable, "-m", "jupyterlab", "--no-browser", f"--ServerApp.port={port}",
+        "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={TOKEN}",
+        f"--ServerApp.root_dir={root}", "--ServerApp.port_retries=0",
+        "--LabApp.expose_app_in_browser=True", "--LabApp.news_url=",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        "--LabApp.extension_manager=readonly",
+    ]  # fmt: skip
+    if os.geteuid() == 0:  # CI containers and this machine run as root
+        command.append("--allow-root")
+    server_log = open(tmp_path / "jupyter.log", "wb")  # noqa: SIM115 - closed below
+    proc = subprocess.Popen(
+        command,
+        cwd=root,
+        env=env,
+        stdout=server_log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        _wait_http(f"{base}/api/status?token={TOKEN}", time.monotonic() + 90)
+        yield base, log
+    finally:
+        descendants = (
+            psutil.Process(proc.pid).children(recursive=True) if proc.poll() is None else []
+        )
+        proc.send_signal(signal.SIGTERM)  # jupyter_server shuts its kernels down on SIGTERM
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+        _, alive = psutil.wait_procs(descendants, timeout=10)
+        for p in alive:
+            p.kill()
+        server_log.close()
+
+
+@pytest.fixture
+def browser(tmp_path: Path):
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in FLAGS:
+        options.add_argument(flag)
+    options.add_argument(f"--user-data-dir={tmp_path / 'chromium-profile'}")
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver.set_page_load_timeout(60)
+    driver.set_script_timeout(60)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def test_an_app_renders_in_jupyterlab_and_its_tool_call_round_trips(jupyterlab, browser, tmp_path):
+    base, log = jupyterlab
+    browser.get(f"{base}/lab/tree/apps.ipynb?token={TOKEN}")
+    wait = WebDriverWait(browser, 120)
+    wait.until(
+        lambda d: d.execute_script("return !!(window.jupyterapp && window.jupyterapp.commands)")
+    )
+    wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, ".jp-Notebook .jp-Cell")))
+    try:
+        wait.until(lambda d: d.execute_script(KERNEL_IDLE))  # the notebook's kernel is up
+    except Exception:
+        browser.get_screenshot_as_file(str(tmp_path / "kernel-wait.png"))
+        print("state:", browser.execute_script(KERNEL_STATE), tmp_path / "kernel-wait.png")
+        raise
+    browser.execute_script("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+
+    frame = wait.until(
+        EC.presence_of_element_located((By.CSS_SELECTOR, "iframe.mcpsync-app-frame"))
+    )
+    assert frame.get_attribute("sandbox") == "allow-scripts"  # no allow-same-origin
+    srcdoc = frame.get_attribute("srcdoc")
+    assert srcdoc.startswith('<!DOCTYPE html><meta http-equiv="Content-Security-Policy"')
+
+    # the kernel's call: one tools/call reached the server; its answer is shown in the app
+    first_call = WebDriverWait(browser, 60).until(lambda d: (_tool_calls(log) or [None])[0])
+    assert first_call["params"]["name"] == "get-time"
+    browser.switch_to.frame(frame)
+    inner = WebDriverWait(browser, 60)
+    shown = inner.until(
+        lambda d: (t := d.find_element(By.ID, "server-time").text) not in ("", "Loading...") and t
+    )
+    first_answer = _answer_to(log, first_call["id"])
+    assert first_answer is not None and shown == first_answer["structuredContent"]["time"]
+
+    # the app's own call: click, it goes app -> widget -> kernel -> server and back
+    browser.find_element(By.ID, "get-time-btn").click()
+    calls = WebDriverWait(browser, 60).until(
+        lambda d: len(_tool_calls(log)) >= 2 and _tool_calls(log)
+    )
+    app_call = calls[1]
+    assert app_call["params"]["name"] == "get-time"
+    answer = WebDriverWait(browser, 60).until(lambda d: _answer_to(log, app_call["id"]))
+    expected = answer["structuredContent"]["time"]
+    inner.until(lambda d: d.find_element(By.ID, "server-time").text == expected)
+    assert expected != first_answer["structuredContent"]["time"]
+
+    browser.switch_to.default_content()
+    shot = Path(os.environ.get("MCPSYNC_APPS_SCREENSHOT", str(tmp_path / "apps-in-jupyterlab.png")))
+    browser.get_screenshot_as_file(str(shot))
+    assert shot.stat().st_size > 10_000
+    print(f"screenshot: {shot}")
