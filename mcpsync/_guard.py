@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from ._calls import Default
 from .connection import Connection
-from .errors import ConnectError, ServerRestarted, TLSError, TransportError
+from .errors import ConnectError, ServerRestarted, SessionClosed, TLSError, TransportError
 from .protocol import CallOptions, Convert, Derived, Era, settle
 from .protocol.modern import ModernFuture
 
@@ -45,14 +45,23 @@ READ_METHODS = frozenset(
 )
 
 
-def is_death(conn: Connection, error: BaseException) -> BaseException | None:
+def is_death(
+    conn: Connection, error: BaseException, known: BaseException | None = None
+) -> BaseException | None:
     """Why the server behind ``conn`` is gone, if ``error`` (a failed call) shows it: the
     connection ended by itself (a stdio exit, an event stream that ended), or an HTTP
-    server could not be reached (``ConnectError``, TLS failures excepted). None otherwise."""
+    server could not be reached (``ConnectError``, TLS failures excepted, or a reply stream
+    that ended because of one). ``known``: why the restart policy retired ``conn`` (its
+    pending calls then end with ``SessionClosed``). None otherwise."""
+    if isinstance(error, SessionClosed) and not isinstance(error, TransportError):
+        return known  # closed by the restart that replaced it; None: by the caller
     if conn.closed and conn.close_error is not None:
         return conn.close_error
-    if isinstance(error, ConnectError) and not isinstance(error, TLSError):
-        return error
+    if isinstance(error, ServerRestarted):  # worded already (a re-initialization that failed)
+        return error.reason
+    for what in (error, error.__cause__):  # a reply stream lost because the server went away
+        if isinstance(what, ConnectError) and not isinstance(what, TLSError):
+            return error
     return None
 
 
@@ -62,6 +71,9 @@ class Gate(Protocol):
     retry_reads: bool
     #: the log level last asked for (re-sent after a restart)
     level: str | None
+
+    def reason_of(self, conn: Connection) -> BaseException | None:
+        """Why a restart retired ``conn`` (None: it did not)."""
 
     def ready(self, timeout: float | None) -> tuple[Era, Connection]:
         """The current era and connection; waits (bounded) while a restart runs."""
@@ -114,7 +126,12 @@ class Guarded(Derived):
 
     def _resolve(self, source: Future[Any]) -> None:
         error = None if source.cancelled() else source.exception()
-        reason = is_death(self._watched, error) if isinstance(error, TransportError) else None
+        watched = self._watched
+        reason = (
+            is_death(watched, error, self._gate.reason_of(watched))
+            if isinstance(error, TransportError | SessionClosed)
+            else None
+        )
         if reason is None:
             super()._resolve(source)
             return
@@ -180,8 +197,8 @@ class Guard(Era):
         era, conn = self._now(opts)
         try:
             return run(era)
-        except TransportError as exc:
-            reason = is_death(conn, exc)
+        except (TransportError, SessionClosed) as exc:
+            reason = is_death(conn, exc, self._gate.reason_of(conn))
             if reason is None:
                 raise
             restarted = self._gate.died(conn, reason, method)
@@ -190,8 +207,8 @@ class Guard(Era):
         era, conn = self._now(opts)  # waits for the restart (bounded)
         try:
             return run(era)
-        except TransportError as exc:
-            reason = is_death(conn, exc)
+        except (TransportError, SessionClosed) as exc:
+            reason = is_death(conn, exc, self._gate.reason_of(conn))
             if reason is None:
                 raise
             raise self._gate.died(conn, reason, method) from exc
@@ -206,8 +223,8 @@ class Guard(Era):
         again = send if self._gate.retry_reads and method in READ_METHODS else None
         try:
             source = send(era)
-        except TransportError as exc:
-            reason = is_death(conn, exc)
+        except (TransportError, SessionClosed) as exc:
+            reason = is_death(conn, exc, self._gate.reason_of(conn))
             if reason is None:
                 raise
             restarted = self._gate.died(conn, reason, method)

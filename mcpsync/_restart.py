@@ -21,6 +21,7 @@ import functools
 import logging
 import threading
 import time
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -38,6 +39,7 @@ from .errors import (
     ServerRestarted,
     SessionClosed,
     SessionExpired,
+    TransportError,
 )
 from .protocol import CallOptions, Era, settle
 from .protocol.modern import ModernEra, ModernFuture
@@ -187,6 +189,9 @@ class Restarter:
         self._failure: BaseException | None = None
         self._starting: Connection | None = None
         self._threads: set[threading.Thread] = set()
+        self._retired: weakref.WeakKeyDictionary[Connection, BaseException] = (
+            weakref.WeakKeyDictionary()
+        )
         self._later: list[Callable[[Era | None, BaseException | None], None]] = []
         self._streak = 0  # bring-up attempts since the server last stayed up reset_after s
         self._run_reasons: list[BaseException] = []
@@ -204,6 +209,10 @@ class Restarter:
         per = self._connect_timeout if self._connect_timeout is not None else 60.0
         waits = sum(self.policy.delay(n) for n in range(1, self.policy.max_attempts + 1))
         return waits + per * self.policy.max_attempts + 5.0
+
+    def reason_of(self, conn: Connection) -> BaseException | None:
+        with self._lock:
+            return self._retired.get(conn)
 
     def ready(self, timeout: float | None) -> tuple[Era, Connection]:
         guard = self.guard
@@ -278,6 +287,7 @@ class Restarter:
             if self._state != _READY or conn is not self.guard.conn:
                 return  # under way, given up, closed, or an old connection
             self._state = _RESTARTING
+            self._retired[conn] = reason
             self._ready.clear()
             thread = threading.Thread(
                 target=self._run, args=(conn, reason), name=f"mcpsync-restart[{self._name}]",
@@ -463,7 +473,11 @@ class Restarter:
         """The HTTP session expired (404): initialize again on the same connection (in the
         caller whose request met the 404, which is then re-sent), re-open on a worker."""
         session = self._session
-        session._reinitialize()
+        conn = session._conn
+        try:
+            session._reinitialize()
+        except TransportError as exc:  # the server went away meanwhile: a full restart
+            raise self.died(conn, exc, "initialize") from exc
         era = session._era
         with self._lock:
             if self._state != _READY:
