@@ -1,7 +1,8 @@
 """Ready-made handlers for the reverse calls a server can make (give them to ``connect``).
 
-Owns: small, dependency-free handlers for scripts and tests: accept an elicitation with
-the defaults its schema declares, decline every elicitation, offer fixed roots.
+Owns: small, dependency-free handlers for scripts and tests: accept a form elicitation
+with the defaults its schema declares (URL requests declined), decline every elicitation.
+Handlers that ask a person are in ``mcpsync.elicitation`` (terminal, notebook).
 
     s = mcpsync.Session.connect(argv, elicitation_handler=mcpsync.handlers.accept_defaults)
 """
@@ -29,10 +30,12 @@ def _params_dict(params: Any) -> dict[str, Any]:
 
 
 def accept_defaults(params: Any) -> dict[str, Any]:
-    """Accept a form elicitation with the schema's defaults (URL mode: accept, no content)."""
+    """Accept a form elicitation with the schema's defaults. A URL request is declined:
+    accepting it would claim a person opened a link nobody was shown (for people, use
+    ``mcpsync.elicitation.TerminalElicitation`` or ``NotebookElicitation``)."""
     data = _params_dict(params)
     if data.get("mode") == "url":
-        return {"action": "accept"}
+        return {"action": "decline"}
     return {"action": "accept", "content": schema_defaults(data.get("requestedSchema"))}
 
 

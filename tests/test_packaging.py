@@ -38,6 +38,7 @@ OPTIONAL_IMPORTS: dict[str, str | None] = {
     "distributed": "dask",  # mcpsync smoke --dask
     "anywidget": "apps",  # mcpsync.apps.AppView
     "traitlets": "apps",  # ... its synced state
+    "ipywidgets": "notebook",  # mcpsync.elicitation.NotebookElicitation
 }
 
 
