@@ -471,3 +471,134 @@ def test_a_transport_target_needs_a_transport_factory(no_leaks):
     with pytest.raises(ConfigError, match="make_transport"):
         mcpsync.Session.connect(server.transport, restart=True, _caches=Caches(), era="legacy")
     assert server.ended.wait(WAIT)  # the session it brought up was closed
+
+
+# -- the modern era: the listen stream, the log level, tasks picked up by id -----------------------
+
+
+MODERN = "2026-07-28"
+TASKS = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+
+
+def discover(capabilities: dict[str, Any]) -> Any:
+    return lambda m: {
+        "resultType": "complete",
+        "supportedVersions": [MODERN],
+        "capabilities": capabilities,
+        "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "fake-modern", "version": "1"}},
+    }
+
+
+def modern_connect(fakes: Fakes, **policy: Any) -> mcpsync.Session:
+    policy.setdefault("backoff", 0.0)
+    return mcpsync.Session.connect(
+        fakes(), restart=RestartPolicy(make_transport=fakes, **policy), timeout=10,
+        connect_timeout=5, _caches=Caches(), era="modern",
+    )  # fmt: skip
+
+
+def test_modern_listen_stream_and_log_level_are_reopened(no_leaks):
+    listens: list[queue.Queue[dict[str, Any]]] = []
+    caps = {"tools": {"listChanged": True}, "resources": {"subscribe": True}}
+
+    def handlers(n: int) -> dict[str, Any]:
+        listens.append(queue.Queue())
+
+        def listen(message: dict[str, Any]) -> None:
+            wanted = message["params"]["notifications"]
+            fakes.servers[n - 1].notify(
+                "notifications/subscriptions/acknowledged",
+                {"_meta": {SUB: message["id"]}, "notifications": wanted},
+            )
+            listens[n - 1].put(message)
+            return None  # the stream stays open
+
+        text = {"resultType": "complete", "content": [{"type": "text", "text": "ok"}]}
+        return {"server/discover": discover(caps), "subscriptions/listen": listen,
+                "tools/call": lambda m: text}  # fmt: skip
+
+    fakes = Fakes()
+    fakes.handlers_of = handlers
+    seen = Restarts()
+    updates: queue.Queue[str] = queue.Queue()
+    with modern_connect(fakes, on_restart=seen) as s:
+        assert s.era == "modern"
+        s.subscribe_resource("file:///a", updates.put)
+        s.on_tools_changed(lambda: None)
+        s.set_logging_level("error")
+        while (
+            listens[0].get(timeout=WAIT)["params"]["notifications"].get("toolsListChanged") is None
+        ):
+            pass  # the first stream had only the URI; the second adds the tools
+        fakes.crash(0)
+        event = seen.wait()
+        assert event.ok and event.reopened[0] == "list changes: tools"
+        reopened = listens[1].get(timeout=WAIT)
+        assert reopened["params"]["notifications"] == {
+            "toolsListChanged": True,
+            "resourceSubscriptions": ["file:///a"],
+        }
+        fakes.servers[1].notify(
+            "notifications/resources/updated", {"_meta": {SUB: reopened["id"]}, "uri": "file:///a"}
+        )
+        assert updates.get(timeout=WAIT) == "file:///a"
+        s.call_tool("t")
+        call = next(m for m in fakes.servers[1].log if m.get("method") == "tools/call")
+        assert call["params"]["_meta"]["io.modelcontextprotocol/logLevel"] == "error"
+
+
+SUB = "io.modelcontextprotocol/subscriptionId"
+
+
+def a_task(status: str, **extra: Any) -> dict[str, Any]:
+    return {"resultType": "complete", "taskId": "task-1", "status": status, "ttlMs": 60000,
+            "pollIntervalMs": 10, "createdAt": "2026-01-01T00:00:00Z",
+            "lastUpdatedAt": "2026-01-01T00:00:00Z", **extra}  # fmt: skip
+
+
+DONE = {"content": [{"type": "text", "text": "task done"}], "isError": False}
+
+
+def test_a_task_is_picked_up_by_id_after_a_restart_and_in_a_new_session(no_leaks):
+    polled = threading.Event()
+
+    def handlers(n: int) -> dict[str, Any]:
+        def get(message: dict[str, Any]) -> Any:
+            if n == 1:
+                polled.set()
+                return a_task("working")
+            return a_task("completed", result=DONE)  # the task outlived the server process
+
+        return {
+            "server/discover": discover({"tools": {}, **TASKS}),
+            "tools/call": lambda m: {**a_task("working"), "resultType": "task"},
+            "tasks/get": get,
+        }
+
+    fakes = Fakes()
+    fakes.handlers_of = handlers
+    seen = Restarts()
+    with modern_connect(fakes, on_restart=seen) as s:
+        future = s.submit_call_tool("slow")
+        assert polled.wait(WAIT)
+        assert future.task_id == "task-1"
+        fakes.crash(0)
+        with pytest.raises(ServerRestarted):
+            future.result(WAIT)
+        seen.wait()
+        picked = s.task("task-1")
+        assert picked.task_id == "task-1"
+        assert picked.result(WAIT).content[0].text == "task done"
+        gets = [m for m in fakes.servers[1].log if m.get("method") == "tasks/get"]
+        assert gets and gets[0]["params"]["taskId"] == "task-1"
+        assert not any(m.get("method") == "tools/call" for m in fakes.servers[1].log)
+    # another process (here: another session, no restart policy) picks it up by id too
+    other = FakeServer(handlers=handlers(2))
+    with mcpsync.Session.connect(other.transport, timeout=10, _caches=Caches(), era="modern") as s2:
+        assert s2.task("task-1").result(WAIT).content[0].text == "task done"
+
+
+def test_picking_up_a_task_needs_the_tasks_extension(no_leaks):
+    with connect(Fakes()) as s:  # legacy era
+        with pytest.raises(mcpsync.CapabilityError, match="tasks extension"):
+            s.task("task-1")
