@@ -279,3 +279,22 @@ def test_redirect_device_string_selects_the_device_flow(rsps, http, monkeypatch)
     monkeypatch.setattr("mcpsync.auth.device.show_device_code", lambda c: None)
     assert post(http, OAuth(redirect="device")).status_code == 200
     assert len(d.device_requests) == 1 and w.authorization_count() == 0
+
+
+def test_cli_device_flag_selects_the_device_flow(rsps, http, monkeypatch, tmp_path):
+    from mcpsync.cli.arguments import _sub_parser
+    from mcpsync.cli.targets import resolve_target
+
+    monkeypatch.setenv("HOME", str(tmp_path))  # a token file store, if any, stays in tmp
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    w = World(rsps)
+    d = DeviceAS(w, ["authorization_pending", "ok"])
+    monkeypatch.setattr(DeviceFlow, "_wait_event", lambda self, s: False)
+    monkeypatch.setattr("mcpsync.auth.device.show_device_code", lambda c: None)
+    ns = _sub_parser("tools").parse_intermixed_args([SERVER, "--device"])
+    target, _ = resolve_target(ns, None, 0)
+    assert isinstance(target.kwargs["auth"], OAuth)  # --device implies --oauth
+    assert post(http, target.kwargs["auth"]).status_code == 200
+    assert len(d.device_requests) == 1 and len(d.polls) == 2 and w.authorization_count() == 0
+    plain = resolve_target(_sub_parser("tools").parse_intermixed_args([SERVER]), None, 0)[0]
+    assert "auth" not in plain.kwargs

@@ -108,6 +108,11 @@ def _common() -> argparse.ArgumentParser:
         help="authorize with OAuth when an HTTP server answers 401 (entries with auth settings always do)",
     )
     g.add_argument(
+        "--device",
+        action="store_true",
+        help="OAuth without a browser here: show a code to approve on another device (RFC 8628; implies --oauth)",
+    )
+    g.add_argument(
         "--input",
         action="append",
         default=[],

@@ -51,9 +51,12 @@ def _host_of(url: str) -> str:
 def _auth_factory(ns: argparse.Namespace) -> Callable[[ServerEntry], Any]:
     """OAuth for HTTP entries that carry auth settings, or for all of them with --oauth."""
 
+    device = getattr(ns, "device", False)  # --device: the RFC 8628 device grant, no browser
+    options: dict[str, Any] = {"redirect": "device"} if device else {}
+
     def factory(entry: ServerEntry) -> Any:
-        if entry.auth is not None or getattr(ns, "oauth", False):
-            return oauth_for_entry(entry)
+        if entry.auth is not None or getattr(ns, "oauth", False) or device:
+            return oauth_for_entry(entry, **options)
         return None
 
     return factory
