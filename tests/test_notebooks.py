@@ -166,6 +166,19 @@ def _check_tool_use_loop(nb: Any) -> None:
     assert '"input_schema"' in text and "2 closed" in text
 
 
+@_expects("06-apps.ipynb")
+def _check_apps(nb: Any) -> None:
+    text = _outputs(nb, "text/plain")
+    advertised = "'io.modelcontextprotocol/ui': {'mimeTypes': ['text/html;profile=mcp-app']}"
+    assert text.count(advertised) == 2  # what we advertised, and what the server saw
+    assert "<mcpsync.apps.AppView 'counter' ui://mcpsync-demo/counter.html" in text
+    assert "connect-src 'none'" in text and '"protocolVersion": "2026-01-26"' in text
+    assert '"structuredContent": {"count": 1}' in text and "['counter', 'increment']" in text
+    assert "tools/call 'reset' refused" in text and "-32601" in text and "limit is 1048576" in text
+    assert "only http(s) links" in text and "ui/message declined" in text and "AppError" in text
+    assert "5 refusals; the session still works: yes" in text and "closed: True" in text
+
+
 def test_every_notebook_is_covered():
     names = sorted(p.name for p in execute.notebooks())
     assert names == sorted(EXPECTED), "add the new notebook to EXPECTED"
@@ -199,7 +212,7 @@ def _closure(roots: list[str]) -> set[str]:
 
 #: notebook -> distributions it needs beyond the first command; allowed only when the
 #: notebook itself says how to get them (``pip install <name>`` in one of its cells)
-NEEDS: dict[str, list[str]] = {"05-tool-use-loop.ipynb": ["openai"]}
+NEEDS: dict[str, list[str]] = {"05-tool-use-loop.ipynb": ["openai"], "06-apps.ipynb": ["anywidget"]}
 
 
 def _blocked_modules(needs: Sequence[str] = ()) -> list[str]:
