@@ -174,3 +174,17 @@ def test_missing_assertion_file_fails_the_request_before_any_token_request(rsps,
     with pytest.raises(AuthError, match="cannot read the workload assertion file"):
         post(http, OAuth.workload_identity(assertion_file=tmp_path / "absent"))
     assert a.requests == []
+
+
+def test_token_endpoint_answering_html_is_an_auth_error_naming_the_step(rsps, http, caplog):
+    w = World(rsps)
+    JwtBearerAS(w)
+    rsps.replace(
+        responses.POST, f"{ISSUER}/token", status=200, body="<html>Sign in</html>",
+        content_type="text/html",
+    )  # fmt: skip
+    value = make_jwt(ISSUER)
+    caplog.set_level(logging.DEBUG, logger="mcpsync")
+    with pytest.raises(AuthError, match=r"token request \(jwt-bearer\)") as info:
+        post(http, OAuth.workload_identity(value))
+    assert value not in str(info.value) and value not in caplog.text
