@@ -19,11 +19,12 @@ Forks that do not run Python's at-fork hooks (a C ``fork()`` without
 ``PyOS_AfterFork_Child``) are not seen; Python's ``os.fork``, ``multiprocessing`` and
 uwsgi (which calls ``PyOS_AfterFork``) run them.
 
-Interpreter exit: the ``atexit`` hook (run after non-daemon threads were joined) tells
-every live transport to start ending at once (stdio: close the server's stdin, so all
-servers see EOF together), then closes every live session and transport in turn, each
-wait bounded by what is left of ``EXIT_TIMEOUT``. It starts no thread (Python 3.12+
-refuses new threads at exit).
+Interpreter exit: the ``atexit`` hook (run after non-daemon threads were joined) runs
+every live transport's ladder at once, in rounds of non-blocking steps (stdio: close the
+server's stdin, so all servers see EOF together; SIGTERM then SIGKILL for the ones still
+there, each at its share of the bound), then closes every live session and transport in
+turn (quick: their processes are gone), all within ``EXIT_TIMEOUT``. It starts no thread
+(Python 3.12+ refuses new threads at exit).
 """
 
 from __future__ import annotations
@@ -86,6 +87,7 @@ class Owned:
 
 OnFork = Callable[[Any], None]
 OnExit = Callable[[Any, float], None]
+ExitSoon = Callable[[Any, float], bool]
 
 
 class _Entry:
@@ -97,7 +99,7 @@ class _Entry:
         kind: str,
         on_fork: OnFork | None,
         on_exit: OnExit | None,
-        exit_soon: OnExit | None,
+        exit_soon: ExitSoon | None,
     ) -> None:
         self.ref, self.kind, self.on_fork = ref, kind, on_fork
         self.on_exit, self.exit_soon = on_exit, exit_soon
@@ -117,7 +119,7 @@ def own(
     kind: str = "session",
     on_fork: OnFork | None = None,
     on_exit: OnExit | None = None,
-    exit_soon: OnExit | None = None,
+    exit_soon: ExitSoon | None = None,
 ) -> None:
     """Make ``obj`` belong to this process and register it (weakly).
 
@@ -125,9 +127,10 @@ def own(
     ``on_fork(obj)``: run in a forked child, in the at-fork hook: release the child's
     copies, take no lock, do no I/O but closing descriptors. ``on_exit(obj, deadline)``:
     run at interpreter exit while the object is still open (closing it within
-    ``deadline``, a ``time.monotonic()`` value); ``exit_soon(obj, deadline)``: run
-    before any ``on_exit``, to start ending without waiting (stdio: close the server's
-    stdin, so every server sees EOF at once). Called again (e.g. after a restart in a
+    ``deadline``, a ``time.monotonic()`` value); ``exit_soon(obj, deadline) -> bool``:
+    run before any ``on_exit``, in rounds (about every 10 ms) while it returns True: one
+    step towards ending, without waiting (stdio: close the server's stdin, later SIGTERM,
+    then SIGKILL, each by a share of ``deadline``), so every server ends at once. Called again (e.g. after a restart in a
     forked child), it makes the object this process's again.
     """
     obj._owner_pid = PID
@@ -202,12 +205,15 @@ def close_all(timeout: float = EXIT_TIMEOUT) -> None:
     objects = [(e, e.ref()) for e in list(_LIVE.values())]
     live_ones = [(e, o) for e, o in objects if o is not None and not forked(o)]
     live_ones.sort(key=lambda pair: KINDS.index(pair[0].kind) if pair[0].kind in KINDS else 9)
-    for entry, obj in live_ones:
-        if entry.exit_soon is not None:
-            try:
-                entry.exit_soon(obj, deadline)
-            except Exception:  # noqa: BLE001 - its on_exit still closes it
-                log.debug("mcpsync: ending %s at exit", obj._owner_what, exc_info=True)
+    # Every transport's ladder at once, in rounds: no thread, each step bounded.
+    ladder_end = time.monotonic() + timeout * 0.8  # the rest: the closes that follow
+    ending = [(e, o) for e, o in live_ones if e.exit_soon is not None]
+    while ending:
+        ending = [(e, o) for e, o in ending if _step(e, o, ladder_end)]
+        if ending and time.monotonic() >= ladder_end:
+            break
+        if ending:
+            time.sleep(0.01)  # a bounded poll of processes ending (no thread at exit)
     for entry, obj in live_ones:
         if entry.on_exit is None:
             continue
@@ -218,6 +224,15 @@ def close_all(timeout: float = EXIT_TIMEOUT) -> None:
             entry.on_exit(obj, deadline)
         except Exception as exc:  # noqa: BLE001 - closing one must not stop the others
             log.warning("mcpsync: closing %s at exit: %s", obj._owner_what, exc)
+
+
+def _step(entry: _Entry, obj: Any, deadline: float) -> bool:
+    assert entry.exit_soon is not None
+    try:
+        return bool(entry.exit_soon(obj, deadline))
+    except Exception:  # noqa: BLE001 - its on_exit still closes it
+        log.debug("mcpsync: ending %s at exit", obj._owner_what, exc_info=True)
+        return False
 
 
 def _at_exit() -> None:

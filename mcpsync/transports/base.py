@@ -25,7 +25,8 @@ Threading contract:
   descriptor behind.
 - ``abandon()``: in a child of ``os.fork()``, release this process's copies (descriptors)
   without touching the peer: nothing sent, no signal, no read; ``close()`` there does only
-  this. ``exit_soon(deadline)``: interpreter exit is near, start ending without waiting.
+  this. ``exit_soon(deadline)``: interpreter exit is near, one non-blocking step towards
+  ending (True while more are needed).
   A started transport is registered with ``mcpsync._lifecycle``, which calls both.
 """
 
@@ -103,9 +104,11 @@ class Transport(Owned, ABC):
         """After ``os.fork()``, in the child: release this process's copies of the
         connection (descriptors) without touching the peer or the parent's use of it."""
 
-    def exit_soon(self, deadline: float) -> None:  # noqa: B027 - optional hook
-        """Interpreter exit is near: start ending now without waiting, so that a later
-        ``close()`` ends by ``deadline`` (a ``time.monotonic()`` value)."""
+    def exit_soon(self, deadline: float) -> bool:
+        """Interpreter exit is near: take the next step towards ending, without waiting,
+        so that a later ``close()`` ends by ``deadline`` (a ``time.monotonic()`` value);
+        True while more steps are needed (called again, about every 10 ms)."""
+        return False
 
     def set_protocol_version(self, version: str) -> None:  # noqa: B027 - optional hook
         """Called once the protocol version is agreed (HTTP sends it as a header)."""
@@ -190,5 +193,5 @@ def _close(transport: Transport, deadline: float) -> None:
     transport.close()
 
 
-def _exit_soon(transport: Transport, deadline: float) -> None:
-    transport.exit_soon(deadline)
+def _exit_soon(transport: Transport, deadline: float) -> bool:
+    return transport.exit_soon(deadline)

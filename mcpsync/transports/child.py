@@ -2,10 +2,13 @@
 
 Owns: which of the parent's environment variables a server inherits by default
 (``DEFAULT_INHERITED_ENV``), draining the child's stderr (a bounded tail kept for error
-messages, every line sent to ``logging``), and the shutdown ladder in the order the MCP
+messages, every line sent to ``logging``), the shutdown ladder in the order the MCP
 specification gives for stdio: close the child's stdin, wait for it to exit, then
 SIGTERM, wait, then SIGKILL — to the child's whole process group, so its own children
-go too. Every wait is bounded. A mixin of ``StdioTransport`` (it works on its state).
+go too (Windows: Ctrl-Break where it can be delivered, then the job object: the tree),
+and what the process lifecycle asks of a stdio transport (``abandon`` after a fork,
+``exit_soon`` at interpreter exit). Every wait is bounded. A mixin of ``StdioTransport``
+(it works on its state). Starting the process is ``spawn``.
 """
 
 from __future__ import annotations
@@ -22,8 +25,10 @@ import time
 from typing import Any
 
 from ..jsonrpc import excerpt
+from . import windows
+from .spawn import ServerProcess, spawn
 
-__all__ = ["DEFAULT_INHERITED_ENV", "default_environment", "ChildProcess"]
+__all__ = ["DEFAULT_INHERITED_ENV", "default_environment", "ChildProcess", "spawn"]
 
 if sys.platform == "win32":  # pragma: no cover - the reference SDKs' Windows list
     DEFAULT_INHERITED_ENV: tuple[str, ...] = (
@@ -75,6 +80,7 @@ class ChildProcess:
     _stdin: Any
     _stdin_fd: int
     _fd: int
+    _err_fd: int
     _caller_poll: Any
     _wake_r: int
     _wake_w: int
@@ -105,6 +111,7 @@ class ChildProcess:
                 except OSError:
                     pass
         self._stdin, self._stdin_fd, self._fd, self._caller_poll = None, -1, -1, None
+        self._err_fd = -1  # (closed below, with the stderr pipe)
         proc = self.process
         if proc is not None:
             for pipe in (proc.stdin, proc.stdout, proc.stderr):
@@ -114,25 +121,41 @@ class ChildProcess:
                     except OSError:
                         pass
 
-    def exit_soon(self, deadline: float) -> None:
-        """Interpreter exit: close the server's stdin now (every server sees EOF at once),
-        and shorten the ladder's waits so that ``close()`` ends by ``deadline``."""
-        remaining = deadline - time.monotonic()
-        self.shutdown_timeout = max(0.05, min(self.shutdown_timeout, remaining / 4))
+    #: the exit ladder: (started, deadline, step) once ``exit_soon`` began
+    _exit_plan: tuple[float, float, int] | None = None
+
+    def exit_soon(self, deadline: float) -> bool:
+        """Interpreter exit, one step per call, never waiting: close the server's stdin
+        (every server sees EOF at once), then after a third of the time SIGTERM (Windows:
+        Ctrl-Break), after two thirds SIGKILL (the job); True while the server still runs."""
         proc = self.process
-        if proc is None or proc.poll() is not None or self._closing.is_set():
-            return
-        if not self._write_lock.acquire(False):
-            return  # a write is under way: close() closes it after
-        try:
-            self._shut = True  # writers see it under the lock: none writes a closed descriptor
-            if proc.stdin is not None and not proc.stdin.closed:
+        if proc is None or self._closing.is_set() or proc.poll() is not None:
+            return False
+        now = time.monotonic()
+        if self._exit_plan is None:
+            self._exit_plan = (now, deadline, 1)
+            self.shutdown_timeout = max(0.05, min(self.shutdown_timeout, (deadline - now) / 4))
+            if self._write_lock.acquire(False):  # else a write is under way: signals follow
                 try:
-                    proc.stdin.close()
-                except OSError:
-                    pass
-        finally:
-            self._write_lock.release()
+                    self._shut = True  # writers see it under the lock: no write to a closed fd
+                    if proc.stdin is not None and not proc.stdin.closed:
+                        try:
+                            proc.stdin.close()
+                        except OSError:
+                            pass
+                finally:
+                    self._write_lock.release()
+            return True
+        started, end, step = self._exit_plan
+        span = max(end - started, 0.0)
+        if step < 2 and now >= started + span / 3:
+            self._soft_stop(proc)
+            step = 2
+        if step < 3 and now >= started + 2 * span / 3:
+            self._hard_stop(proc)
+            step = 3
+        self._exit_plan = (started, end, step)
+        return True
 
     def _drain_stderr(self) -> None:
         proc = self.process
@@ -182,17 +205,19 @@ class ChildProcess:
             tail.append(excerpt(pending, 500))
 
     def kill(self) -> None:
-        """Kill the child and its process group at once, without the ladder (a start the
-        host interrupted by closing); a no-op when it never started or already exited."""
+        """Kill the child and its tree at once, without the ladder (a start the host
+        interrupted by closing); a no-op when it never started or already exited."""
         proc = self.process
         if proc is None or proc.poll() is not None:
+            _reaped(proc)
             return
         log.warning("killing server process %s left over from an interrupted start", proc.pid)
-        self._signal(proc, signal.SIGKILL)  # the whole group: it has its own
+        self._hard_stop(proc)  # the whole group (POSIX) or job (Windows): it has its own
         try:
             proc.wait(timeout=2.0)
         except subprocess.TimeoutExpired:
             pass
+        _reaped(proc)
 
     def _shutdown(self, proc: subprocess.Popen[bytes]) -> None:
         timeout = self.shutdown_timeout
@@ -201,30 +226,58 @@ class ChildProcess:
         try:
             proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            self._signal(proc, signal.SIGTERM)
+            self._soft_stop(proc)
             try:
                 proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
-                self._signal(proc, signal.SIGKILL)
+                self._hard_stop(proc)
                 try:
                     proc.wait(timeout=timeout)
                 except subprocess.TimeoutExpired:
                     log.warning(
-                        "mcpsync: server %s (pid %s) did not die after SIGKILL", self.name, proc.pid
+                        "mcpsync: server %s (pid %s) did not die when killed", self.name, proc.pid
                     )
-        # The server is gone; its own children may not be. They share its process group:
-        # the same ladder for them (SIGTERM, wait, SIGKILL).
-        if os.name == "posix" and self._group_alive(proc.pid):
-            self._signal(proc, signal.SIGTERM, group_only=True)
-            deadline = time.monotonic() + timeout
-            while self._group_alive(proc.pid) and time.monotonic() < deadline:
-                time.sleep(0.01)
-            self._signal(proc, signal.SIGKILL, group_only=True)
-            # SIGKILL lands asynchronously; give it a moment (an orphan that is already a
-            # zombie still counts as a group member until init reaps it, so keep this short).
-            deadline = time.monotonic() + 0.05
-            while self._group_alive(proc.pid) and time.monotonic() < deadline:
-                time.sleep(0.005)
+        if not windows.active():
+            self._end_group(proc, timeout)
+        _reaped(proc)  # Windows: closing the job ends what is left of the tree
+
+    def _end_group(self, proc: subprocess.Popen[bytes], timeout: float) -> None:
+        """POSIX: the server is gone; its own children may not be. They share its process
+        group: the same ladder for them (SIGTERM, wait, SIGKILL)."""
+        if not self._group_alive(proc.pid):
+            return
+        self._signal(proc, signal.SIGTERM, group_only=True)
+        deadline = time.monotonic() + timeout
+        while self._group_alive(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        self._signal(proc, signal.SIGKILL, group_only=True)
+        # SIGKILL lands asynchronously; give it a moment (an orphan that is already a
+        # zombie still counts as a group member until init reaps it, so keep this short).
+        deadline = time.monotonic() + 0.05
+        while self._group_alive(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.005)
+
+    def _soft_stop(self, proc: subprocess.Popen[Any]) -> None:
+        """The ladder's second step: SIGTERM to the group (POSIX); Ctrl-Break to its
+        process group on Windows, where it can be delivered (there is no SIGTERM there)."""
+        if windows.active():
+            windows.ctrl_break(proc.pid)
+        else:
+            self._signal(proc, signal.SIGTERM)
+
+    def _hard_stop(self, proc: subprocess.Popen[Any]) -> None:
+        """The last step: SIGKILL to the group (POSIX); the job, so the whole tree, or the
+        process alone when it has no job (Windows: TerminateJobObject / TerminateProcess)."""
+        if windows.active():
+            job = proc.job if isinstance(proc, ServerProcess) else None
+            if job is not None:
+                job.terminate()
+            try:
+                proc.kill()
+            except OSError:
+                pass
+        else:
+            self._signal(proc, signal.SIGKILL)
 
     def _close_stdin(self, timeout: float) -> None:
         """Close our end of stdin once no writer can use it (writers stop on the stop pipe)."""
@@ -249,16 +302,20 @@ class ChildProcess:
         return True
 
     def _signal(self, proc: subprocess.Popen[Any], sig: int, group_only: bool = False) -> None:
-        if os.name == "posix":
-            try:
-                os.killpg(proc.pid, sig)
-                return
-            except (ProcessLookupError, PermissionError):
-                if group_only:
-                    return
-        if group_only:
+        """POSIX only: ``sig`` to the server's process group (else to the server)."""
+        try:
+            os.killpg(proc.pid, sig)
             return
+        except (ProcessLookupError, PermissionError):
+            if group_only:
+                return
         try:
             proc.send_signal(sig)
         except (ProcessLookupError, OSError):
             pass
+
+
+def _reaped(proc: subprocess.Popen[Any] | None) -> None:
+    """Tell the process's spawner (and Windows job) that it was waited for."""
+    if isinstance(proc, ServerProcess):
+        proc.reaped()

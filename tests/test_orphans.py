@@ -1,0 +1,218 @@
+"""No orphans: a host killed by SIGKILL takes its stdio servers with it (Linux: the
+parent-death signal, set so that it survives the spawning thread's end), and an
+interpreter that exits without close() closes its sessions (atexit, one bound)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from mcpsync.transports import spawn
+
+ROOT = Path(__file__).resolve().parent.parent
+WAIT = 30.0
+
+linux_only = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's"
+)
+
+# A server that outlives stdin EOF and ignores SIGTERM: only a SIGKILL (or the
+# parent-death signal) ends it, so its disappearance proves which one did.
+STUBBORN = textwrap.dedent(
+    """
+    import signal, sys, threading
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    from mcpsync.demo_server import main
+    try:
+        main([])
+    finally:
+        threading.Event().wait(60)
+    """
+)
+
+# A server that, at stdin EOF, notes it in a file and exits 0: the file proves a clean close.
+MARKING = textwrap.dedent(
+    """
+    import os, sys
+    from mcpsync.demo_server import main
+    main([])
+    with open(os.path.join(sys.argv[1], f"eof-{os.getpid()}"), "w") as f:
+        f.write("clean")
+    """
+)
+
+# The host: sessions started from the main thread, from a worker thread that has ended,
+# and from a Host's bring-up threads (ended too). It prints the server pids, shows the
+# worker's server still answers after its thread ended, then waits to be killed.
+HOST = textwrap.dedent(
+    """
+    import json, sys, threading
+    import mcpsync
+    from mcpsync.host import Host
+
+    server = [sys.executable, "-c", sys.argv[1], *sys.argv[2:]]
+    sessions = [mcpsync.Session.connect(server, name="main")]
+    box = {}
+    worker = threading.Thread(
+        target=lambda: box.update(s=mcpsync.Session.connect(server, name="worker"))
+    )
+    worker.start()
+    worker.join(60)
+    assert not worker.is_alive()
+    sessions.append(box["s"])
+    entry = {"command": server[0], "args": server[1:]}
+    host = Host({"h1": entry, "h2": entry}).start()
+    sessions += [host.session("h1"), host.session("h2")]
+    for s in sessions:  # every server still answers: none died with its spawning thread
+        assert s.call_tool("echo", {"message": "x"}).content[0].text == "x"
+    print(json.dumps([s.transport.process.pid for s in sessions]), flush=True)
+    if sys.argv[-1] == "--exit":
+        sys.exit(0)  # without close(): atexit closes them
+    threading.Event().wait(120)
+    """
+)
+
+
+def _env(method: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env["MCPSYNC_PDEATHSIG"] = method
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def _start_host(method: str, *args: str) -> tuple[subprocess.Popen[str], list[int]]:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOST, *args],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=_env(method),
+        cwd=str(ROOT),
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()  # the host prints once its four servers answered
+    if not line:
+        proc.wait(WAIT)
+        pytest.fail(f"the host script failed (exit {proc.returncode})")
+    pids = json.loads(line)
+    assert len(pids) == 4 and len(set(pids)) == 4
+    return proc, pids
+
+
+def _gone_within(pids: list[int], bound: float) -> tuple[list[int], float]:
+    """Poll (bounded) until every pid has exited; return those still running and the time.
+
+    Exited means gone or a zombie: an orphan's zombie waits for the container's init to
+    reap it (here that takes a second or two), but it is dead."""
+    started = time.monotonic()
+    while True:
+        alive = [pid for pid in pids if _running_pid(pid)]
+        took = time.monotonic() - started
+        if not alive or took >= bound:
+            return alive, took
+        time.sleep(0.01)
+
+
+def _running_pid(pid: int) -> bool:
+    try:
+        return _running(psutil.Process(pid))
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _running(p: psutil.Process) -> bool:
+    try:
+        return p.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _kill_all(pids: list[int]) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+@linux_only
+@pytest.mark.parametrize("method", ["setpriv", "preexec"])
+def test_sigkilled_host_takes_its_servers_along(method: str) -> None:
+    if method == "setpriv" and spawn._setpriv() is None:
+        pytest.skip("util-linux setpriv with --pdeathsig is not installed")
+    host, pids = _start_host(method, STUBBORN)
+    try:
+        assert all(_running(psutil.Process(pid)) for pid in pids)
+        host.send_signal(signal.SIGKILL)
+        host.wait(WAIT)
+        alive, took = _gone_within(pids, 2.0)
+        assert alive == [], f"{method}: servers {alive} outlived the host's SIGKILL"
+        print(f"{method}: 4 servers gone {took * 1000:.0f} ms after the host's SIGKILL")
+    finally:
+        host.kill()
+        host.wait(WAIT)
+        _kill_all(pids)
+
+
+@linux_only
+def test_without_the_signal_the_stubborn_servers_would_be_orphans() -> None:
+    """The control: with the parent-death signal off, the same servers survive the kill
+    (so the test above sees the signal's work, not the servers ending by themselves)."""
+    host, pids = _start_host("off", STUBBORN)
+    try:
+        host.send_signal(signal.SIGKILL)
+        host.wait(WAIT)
+        alive, _ = _gone_within(pids, 1.0)
+        assert sorted(alive) == sorted(pids)
+    finally:
+        _kill_all(pids)
+        _gone_within(pids, WAIT)
+
+
+def test_interpreter_exit_closes_open_sessions(tmp_path: Path) -> None:
+    """The host exits without close(): every server saw stdin EOF and exited cleanly."""
+    host, pids = _start_host(spawn.method(), MARKING, str(tmp_path), "--exit")
+    try:
+        assert host.wait(WAIT) == 0
+        alive, _ = _gone_within(pids, 2.0)
+        assert alive == []
+        marks = sorted(p.name for p in tmp_path.iterdir())
+        assert marks == sorted(f"eof-{pid}" for pid in pids)
+    finally:
+        host.kill()
+        _kill_all(pids)
+
+
+def test_interpreter_exit_is_bounded_with_stubborn_servers() -> None:
+    """Servers that ignore stdin EOF and SIGTERM: exit still ends them (the ladder's
+    SIGKILL) within the exit bound (2 s here), without waiting for the parent-death signal."""
+    code = "import mcpsync._lifecycle as l; l.EXIT_TIMEOUT = 2.0\n" + HOST
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, STUBBORN, "--exit"],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=_env("off"),  # so only the exit hook can end them
+        cwd=str(ROOT),
+    )
+    assert proc.stdout is not None
+    pids: list[Any] = []
+    try:
+        pids = json.loads(proc.stdout.readline())
+        started = time.monotonic()
+        assert proc.wait(WAIT) == 0
+        took = time.monotonic() - started
+        alive, _ = _gone_within(pids, 1.0)
+        assert alive == []
+        assert took < 2.0 + 1.0, took  # the bound, plus the interpreter's own teardown
+    finally:
+        proc.kill()
+        _kill_all(pids)
