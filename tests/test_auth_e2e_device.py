@@ -101,3 +101,16 @@ def test_device_flow_aborted_by_the_person(provider):
         assert person.done.wait(15)
         assert info.value.step == "device_code" and info.value.error == "access_denied"
         assert not auth.authorized
+
+
+def test_session_connect_with_the_device_flow(provider, no_leaks):
+    import mcpsync
+
+    with ProtectedMCPServer(provider.issuer) as rs:
+        person = Person()
+        quick = threading.Event()
+        flow = DeviceFlow(display=person.display, wait=lambda s: quick.wait(min(s, 0.2)))
+        auth = OAuth(client_name="mcpsync-device", redirect=flow)
+        with mcpsync.Session.connect(rs.url, auth=auth, timeout=30, connect_timeout=60) as s:
+            assert [t.name for t in s.list_tools()] == ["whoami"]
+        assert person.done.wait(15) and auth.authorized and len(person.codes) == 1
