@@ -124,6 +124,17 @@ class ProtectedResourceMetadata:
     url: str = ""
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
 
+    @property
+    def dpop_signing_alg_values_supported(self) -> list[str] | None:
+        """RFC 9728 section 2: proof algorithms the server accepts (None: not published)."""
+        algs = self.raw.get("dpop_signing_alg_values_supported")
+        return [a for a in algs if isinstance(a, str)] if isinstance(algs, list) else None
+
+    @property
+    def dpop_bound_access_tokens_required(self) -> bool:
+        """RFC 9728 section 2: the server takes only DPoP-bound access tokens."""
+        return self.raw.get("dpop_bound_access_tokens_required") is True
+
 
 @dataclass
 class AuthServerMetadata:
@@ -182,6 +193,12 @@ class AuthServerMetadata:
             url=url,
             raw=dict(doc),
         )
+
+    @property
+    def dpop_signing_alg_values_supported(self) -> list[str] | None:
+        """RFC 9449 section 5.1: the proof algorithms the AS accepts (None: DPoP not advertised)."""
+        algs = self.raw.get("dpop_signing_alg_values_supported")
+        return [a for a in algs if isinstance(a, str)] if isinstance(algs, list) else None
 
     @property
     def supports_s256(self) -> bool:

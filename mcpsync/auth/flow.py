@@ -12,6 +12,9 @@ Owns:
 - token requests (code exchange, refresh, client_credentials) with client authentication
   ``client_secret_basic``, ``client_secret_post``, ``none`` or ``private_key_jwt``; bodies
   and response parsing (expiry) come from oauthlib;
+- DPoP on token requests (RFC 9449 section 5): with a :class:`~.dpop.DPoPProver` each token
+  request carries a fresh proof, ``use_dpop_nonce`` is answered (bounded, in
+  :func:`~.dpop.post_token_request`) and a ``DPoP`` token is kept with its key;
 - scope selection: challenge ``scope``, else configured scopes, else PRM
   ``scopes_supported``, else none; union with what was requested before (step-up);
   ``offline_access`` only when the AS lists it.
@@ -38,6 +41,7 @@ from oauthlib.oauth2.rfc6749.parameters import parse_token_response, prepare_tok
 from ..errors import AuthError, ConfigError, TokenError
 from ._util import log, redact, require_secure, short
 from .discovery import AuthServerMetadata
+from .dpop import DPoPKey, DPoPProver, post_token_request
 from .registration import ClientInfo, choose_auth_method
 
 __all__ = [
@@ -70,11 +74,14 @@ class TokenSet:
     resource: str | None = None
     client_id: str | None = None
     token_endpoint: str | None = None
+    #: the key pair a ``DPoP`` token is bound to (stored with it)
+    dpop_key: DPoPKey | None = field(default=None, repr=False)
 
     def __repr__(self) -> str:
         return (
             f"TokenSet(issuer={self.issuer!r}, resource={self.resource!r}, scopes={self.scopes!r}, "
-            f"expires_at={self.expires_at!r}, has_refresh_token={self.refresh_token is not None})"
+            f"expires_at={self.expires_at!r}, has_refresh_token={self.refresh_token is not None}, "
+            f"token_type={self.token_type!r})"
         )
 
     def expires_within(self, seconds: float) -> bool:
@@ -92,12 +99,21 @@ class TokenSet:
             "resource": self.resource,
             "client_id": self.client_id,
             "token_endpoint": self.token_endpoint,
+            "dpop_key": self.dpop_key.to_store() if self.dpop_key is not None else None,
         }
 
     @classmethod
     def from_store(cls, d: Any) -> TokenSet | None:
         if not isinstance(d, dict) or not isinstance(d.get("access_token"), str):
             return None
+        key = None
+        if str(d.get("token_type") or "").lower() == "dpop":
+            try:
+                key = DPoPKey.from_store(d.get("dpop_key"))
+            except AuthError as exc:  # no cryptography: the bound token is unusable here
+                log.info("a stored DPoP token cannot be used: %s", exc)
+            if key is None:
+                return None
         return cls(
             access_token=d["access_token"],
             token_type=d.get("token_type") or "Bearer",
@@ -109,6 +125,7 @@ class TokenSet:
             resource=d.get("resource"),
             client_id=d.get("client_id"),
             token_endpoint=d.get("token_endpoint"),
+            dpop_key=key,
         )
 
 
@@ -302,6 +319,7 @@ def _token_request(
     timeout: float,
     allow_insecure: bool,
     secrets: list[str | None],
+    dpop: DPoPProver | None = None,
 ) -> TokenSet:
     endpoint = asm.token_endpoint
     require_secure(endpoint, "token endpoint", allow_insecure)
@@ -328,7 +346,7 @@ def _token_request(
         grant_type, include_client_id=include_client_id, client_id=client.client_id or None, **kw
     )
     try:
-        r = http.post(endpoint, data=body, headers=headers, timeout=timeout, allow_redirects=False)
+        r = post_token_request(http, endpoint, body, headers, timeout=timeout, dpop=dpop)
     except requests.RequestException as exc:
         raise AuthError(
             f"token request to {short(endpoint)} failed: {type(exc).__name__}"
@@ -364,15 +382,20 @@ def _token_request(
             f"token request ({grant_type}) to {short(endpoint)} answered HTTP {r.status_code}"
         )
     token_type = str(tok.get("token_type") or "Bearer")
-    if token_type.lower() != "bearer":
+    bound = token_type.lower() == "dpop"
+    if token_type.lower() != "bearer" and not (bound and dpop is not None):
         raise AuthError(
-            f"authorization server issued a {token_type!r} token; only Bearer is supported"
+            f"token request ({grant_type}): the authorization server issued a "
+            f"{token_type[:20]!r} token"
+            + ("" if bound else "; only Bearer and DPoP are supported")
+            + (" although no DPoP proof was sent" if bound else "")
         )
     scope = tok.get("scope")
     expires_at = tok.get("expires_at")
     return TokenSet(
         access_token=str(tok["access_token"]),
-        token_type="Bearer",
+        token_type="DPoP" if bound else "Bearer",
+        dpop_key=dpop.key if bound and dpop is not None else None,
         refresh_token=tok.get("refresh_token")
         if isinstance(tok.get("refresh_token"), str)
         else None,
@@ -394,6 +417,7 @@ def exchange_code(
     *,
     timeout: float,
     allow_insecure: bool,
+    dpop: DPoPProver | None = None,
 ) -> TokenSet:
     """authorization_code grant with the PKCE verifier and the same ``resource``."""
     tok = _token_request(
@@ -410,6 +434,7 @@ def exchange_code(
         timeout=timeout,
         allow_insecure=allow_insecure,
         secrets=[code, pending.code_verifier],
+        dpop=dpop,
     )
     tok.resource = pending.resource
     tok.requested_scopes = pending.scopes
@@ -424,6 +449,7 @@ def refresh_access_token(
     *,
     timeout: float,
     allow_insecure: bool,
+    dpop: DPoPProver | None = None,
 ) -> TokenSet:
     """refresh_token grant; keeps the old refresh token if the AS does not rotate it."""
     if not old.refresh_token:
@@ -437,6 +463,7 @@ def refresh_access_token(
         timeout=timeout,
         allow_insecure=allow_insecure,
         secrets=[old.refresh_token, old.access_token],
+        dpop=dpop,
     )
     tok.resource = old.resource
     tok.requested_scopes = old.requested_scopes
@@ -456,6 +483,7 @@ def client_credentials_grant(
     resource: str,
     timeout: float,
     allow_insecure: bool,
+    dpop: DPoPProver | None = None,
 ) -> TokenSet:
     """client_credentials grant (the client acts on its own behalf)."""
     tok = _token_request(
@@ -467,6 +495,7 @@ def client_credentials_grant(
         timeout=timeout,
         allow_insecure=allow_insecure,
         secrets=[],
+        dpop=dpop,
     )
     tok.resource = resource
     tok.requested_scopes = scopes

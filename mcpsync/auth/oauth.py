@@ -2,19 +2,19 @@
 
 Owns :class:`OAuth`. Give it to ``requests`` (``auth=``) or to ``mcpsync.Session.connect``.
 It is bound to one MCP server: the first URL it sees (or ``server_url=``). For requests to
-that origin it adds ``Authorization: Bearer <token>``; for any other origin it adds nothing
-and ignores their replies, and ``requests`` itself drops the header on a redirect to
-another origin, so a token never leaves its server.
+that origin it adds ``Authorization: Bearer <token>`` (or ``DPoP <token>`` and a proof); for
+any other origin it adds nothing and ignores their replies, and ``requests`` itself drops
+the header on a redirect to another origin, so a token never leaves its server. The
+per-request half (headers, the response hook, the transports' fast-path interface
+``RequestAuth``, DPoP choice) is in :mod:`.presenting`.
 
-A response hook watches for ``401`` and ``403 insufficient_scope``. It then (under a lock,
-so concurrent requests share one flow): re-reads the Protected Resource Metadata (which
-may name a new authorization server: old tokens and client credentials are not reused
-there), refreshes the token when it can, else runs the authorization (code + PKCE, or
-client_credentials), and re-sends the original request once per attempt through
-``r.connection.send`` like ``requests.auth.HTTPDigestAuth`` does, keeping its body.
-Step-up requests the union of previous and challenged scopes, at most
-``max_auth_attempts`` (3) authorizations per request, then raises :class:`AuthError`.
-Tokens about to expire are refreshed before a request is sent.
+On ``401`` and ``403 insufficient_scope`` (under a lock, so concurrent requests share one
+flow) it re-reads the Protected Resource Metadata (which may name a new authorization
+server: old tokens and client credentials are not reused there), refreshes the token when
+it can, else runs the authorization (code + PKCE, or client_credentials), and re-sends the
+original request once per attempt. Step-up requests the union of previous and challenged
+scopes, at most ``max_auth_attempts`` (3) authorizations per request, then raises
+:class:`AuthError`. Tokens about to expire are refreshed before a request is sent.
 
 >>> auth = OAuth(client_name="my-app", store=FileTokenStore("~/.cache/mcpsync/tokens.json"))  # doctest: +SKIP
 >>> requests.post("https://mcp.example.com/mcp", json=msg, auth=auth)                      # doctest: +SKIP
@@ -23,22 +23,20 @@ Tokens about to expire are refreshed before a request is sent.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import requests
 from requests.auth import AuthBase
-from requests.cookies import extract_cookies_to_jar
-from requests.utils import rewind_body
 
 from ..errors import AuthError, ConfigError, TokenError
-from ._util import canonical_server_url, log, same_origin, short
+from ._util import canonical_server_url, log, short
 from .device import DeviceFlow, device_flow_for
 from .discovery import (
     AuthServerMetadata,
     discover_authorization_server,
 )
+from .dpop import NonceCache, require_cryptography
 from .flow import (
     TokenSet,
     build_authorization_request,
@@ -49,18 +47,19 @@ from .flow import (
     select_scopes,
 )
 from .grants import Grant, GrantConstructors
+from .presenting import _Presenting
 from .redirect import RedirectHandler, resolve_redirect
 from .registration import (
     validate_client_metadata_url,
 )
 from .selection import _Selection
 from .storage import MemoryTokenStore, TokenStore
-from .www_authenticate import Challenge, bearer_challenge
+from .www_authenticate import Challenge
 
 __all__ = ["OAuth"]
 
 
-class OAuth(_Selection, GrantConstructors, AuthBase):
+class OAuth(_Presenting, _Selection, GrantConstructors, AuthBase):
     """MCP authorization for one server, as a ``requests`` auth object.
 
     Authorization code flow (a person approves in a browser)::
@@ -100,6 +99,10 @@ class OAuth(_Selection, GrantConstructors, AuthBase):
         max_auth_attempts: authorizations per request before giving up (step-up loops).
         allow_insecure_http: allow plain-http authorization endpoints off loopback.
         server_url: bind to this MCP server up front instead of the first request's URL.
+        dpop: DPoP-bound tokens (RFC 9449): "auto" (default) when the MCP server takes DPoP
+            and the authorization server advertises it, or the MCP server takes only DPoP;
+            True always; False never. Needs ``cryptography`` (``mcpsync[jwt]``).
+        dpop_algorithm: the proof algorithm to prefer (ES256; ES384, ES512, EdDSA).
     """
 
     def __init__(
@@ -124,7 +127,13 @@ class OAuth(_Selection, GrantConstructors, AuthBase):
         max_auth_attempts: int = 3,
         allow_insecure_http: bool = False,
         server_url: str | None = None,
+        dpop: bool | str = "auto",
+        dpop_algorithm: str = "ES256",
     ) -> None:
+        if dpop not in (True, False, "auto"):
+            raise ConfigError("dpop must be True, False or 'auto'")
+        if dpop is True:
+            require_cryptography("configuration")
         if client_secret is not None and client_id is None:
             raise ConfigError("client_secret given without client_id")
         if max_auth_attempts < 1:
@@ -167,6 +176,10 @@ class OAuth(_Selection, GrantConstructors, AuthBase):
         self._asm: dict[str, AuthServerMetadata] = {}
         self._bound_issuer: str | None = issuer
         self._hopeless: set[frozenset[str]] = set()
+        self._dpop_mode, self._dpop_alg = dpop, dpop_algorithm
+        self._prover = None
+        self._nonces = NonceCache()
+        self._dpop_challenged = self._dpop_server = self._dpop_required = False
 
     # -- construction ----------------------------------------------------------------
     @classmethod
@@ -186,6 +199,7 @@ class OAuth(_Selection, GrantConstructors, AuthBase):
         timeout: float = 30.0,
         allow_insecure_http: bool = False,
         server_url: str | None = None,
+        dpop: bool | str = "auto",
     ) -> OAuth:
         """A client acting on its own behalf (``client_credentials`` grant).
 
@@ -211,6 +225,7 @@ class OAuth(_Selection, GrantConstructors, AuthBase):
             allow_insecure_http=allow_insecure_http,
             server_url=server_url,
             redirect="headless",  # never used
+            dpop=dpop,
         )
         self._grant = "client_credentials"
         self._private_key_pem = private_key_pem
@@ -257,110 +272,7 @@ class OAuth(_Selection, GrantConstructors, AuthBase):
         if self._own_http:
             self._http.close()
 
-    # -- requests.auth.AuthBase ---------------------------------------------------------
-    def __call__(self, r: requests.PreparedRequest) -> requests.PreparedRequest:
-        url = r.url or ""
-        with self._lock:
-            if self._server_url is None:
-                self._server_url = canonical_server_url(url)
-            if same_origin(url, self._server_url):
-                tok = self._usable_token()
-                if tok is not None:
-                    r.headers["Authorization"] = f"Bearer {tok.access_token}"
-        r.register_hook("response", self._on_response)
-        return r
-
-    # -- response hook ----------------------------------------------------------------
-    def _on_response(self, r: requests.Response, **kwargs: Any) -> requests.Response:
-        if r.status_code not in (401, 403) or self._server_url is None:
-            return r
-        if not same_origin(r.request.url or "", self._server_url):
-            return r
-        started = time.perf_counter()
-        try:
-            return self._handle_challenge(r, **kwargs)
-        except BaseException:
-            r.close()  # give the connection back before the error propagates
-            raise
-        finally:  # the session reports this as its "auth" bring-up phase
-            self.flow_seconds += time.perf_counter() - started
-
-    def _handle_challenge(self, r: requests.Response, **kwargs: Any) -> requests.Response:
-        assert self._server_url is not None
-        attempts = 0
-        full_auth_done = False
-        refresh_tried = False
-        for _ in range(2 * self.max_auth_attempts + 2):  # hard bound on re-sends
-            if r.status_code not in (401, 403):
-                return r
-            header = r.headers.get("WWW-Authenticate")
-            challenge = bearer_challenge(header)
-            if header and challenge is None:
-                return r  # another scheme (Basic, DPoP-only...): not ours to answer
-            step_up = challenge is not None and challenge.error == "insufficient_scope"
-            if r.status_code == 403 and not step_up:
-                return r
-            sent = r.request.headers.get("Authorization")
-            with self._lock:
-                current = self._auth_header()
-                if current is None or current == sent:
-                    key = frozenset(challenge.scopes or []) if challenge and step_up else None
-                    if key and key in self._hopeless:
-                        raise AuthError(
-                            f"{short(self._server_url)} still wants scope {' '.join(sorted(key))!r} "
-                            "after earlier authorizations; not trying again"
-                        )
-                    if r.status_code == 401 and full_auth_done:
-                        raise AuthError(
-                            f"{short(self._server_url)} rejected the token it had just authorized (HTTP 401)"
-                        )
-                    if attempts >= self.max_auth_attempts:
-                        if key:
-                            self._hopeless.add(key)
-                        raise AuthError(
-                            f"{short(self._server_url)} still answers HTTP {r.status_code}"
-                            f"{' insufficient_scope' if step_up else ''} after {attempts} "
-                            "authorization attempts; giving up"
-                        )
-                    attempts += 1
-                    how = self._obtain_token(
-                        challenge, step_up=step_up, allow_refresh=not refresh_tried
-                    )
-                    if how == "refresh":
-                        refresh_tried = True
-                        attempts -= 1  # a silent refresh is not an authorization attempt
-                    else:
-                        full_auth_done = True
-            if not _resendable(r.request):
-                log.warning("request body cannot be re-sent; returning the %s reply", r.status_code)
-                return r
-            r = self._resend(r, **kwargs)
-        return r
-
-    def _resend(self, r: requests.Response, **kwargs: Any) -> requests.Response:
-        r.content  # noqa: B018 - drain so the connection can be reused
-        r.close()
-        prep = r.request.copy()
-        if hasattr(prep.body, "read"):
-            rewind_body(prep)
-        jar = getattr(prep, "_cookies", None)  # None for a request prepared without cookies
-        if r.raw is not None and jar is not None:
-            extract_cookies_to_jar(jar, r.request, r.raw)
-            prep.prepare_cookies(jar)
-        header = self._auth_header()
-        if header and self._server_url and same_origin(prep.url or "", self._server_url):
-            prep.headers["Authorization"] = header
-        else:
-            prep.headers.pop("Authorization", None)
-        new = r.connection.send(prep, **kwargs)
-        new.history.append(r)
-        new.request = prep
-        return new
-
     # -- tokens -----------------------------------------------------------------------
-    def _auth_header(self) -> str | None:
-        return f"Bearer {self._token.access_token}" if self._token else None
-
     def _token_key(self, issuer: str | None, resource: str | None) -> str:
         return f"token {issuer} {resource}"
 
@@ -412,6 +324,7 @@ class OAuth(_Selection, GrantConstructors, AuthBase):
             )
 
     def _set_token(self, tok: TokenSet) -> None:
+        self._dpop_check(tok)
         self._token = tok
         self._store.set(self._token_key(tok.issuer, tok.resource), tok.to_store())
         self._store.set(
@@ -447,6 +360,7 @@ class OAuth(_Selection, GrantConstructors, AuthBase):
                 tok,
                 timeout=self.timeout,
                 allow_insecure=self.allow_insecure_http,
+                dpop=self._dpop_for(tok),
             )
         )
         log.info("refreshed the access token for %s", short(self._server_url or ""))
@@ -458,6 +372,7 @@ class OAuth(_Selection, GrantConstructors, AuthBase):
         """Get a new token for the server; returns "refresh", "authorize" or "client_credentials"."""
         prm, resource, asm = self._discover(challenge)
         self._asm[asm.issuer] = asm
+        self._dpop_select(prm, asm)
         old = self._token
         if old is not None and (old.issuer != asm.issuer or old.resource != resource):
             log.info(
@@ -521,6 +436,7 @@ class OAuth(_Selection, GrantConstructors, AuthBase):
             pending,
             timeout=self.timeout,
             allow_insecure=self.allow_insecure_http,
+            dpop=self._prover,
         )
         self._requested_scopes = scopes
         self._set_token(tok)
@@ -537,7 +453,7 @@ class OAuth(_Selection, GrantConstructors, AuthBase):
             assert client is not None
             tok = client_credentials_grant(
                 self._http, asm, client, scopes=scopes, resource=resource,
-                timeout=self.timeout, allow_insecure=self.allow_insecure_http,
+                timeout=self.timeout, allow_insecure=self.allow_insecure_http, dpop=self._prover,
             )  # fmt: skip
         self._requested_scopes = scopes
         self._set_token(tok)
@@ -556,10 +472,3 @@ def _scope_list(scopes: Sequence[str] | str | None) -> list[str] | None:
         scopes = scopes.split()
     out = [s for s in scopes if s]
     return out or None
-
-
-def _resendable(req: requests.PreparedRequest) -> bool:
-    body = req.body
-    if body is None or isinstance(body, (bytes, str)):
-        return True
-    return hasattr(body, "read") and getattr(req, "_body_position", None) is not None

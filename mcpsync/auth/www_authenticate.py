@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-__all__ = ["Challenge", "parse_www_authenticate", "bearer_challenge"]
+__all__ = ["Challenge", "parse_www_authenticate", "bearer_challenge", "oauth_challenges"]
 
 # RFC 9110 tchar
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
@@ -162,3 +162,15 @@ def bearer_challenge(value: str | list[str] | None) -> Challenge | None:
         if ch.scheme.lower() == "bearer":
             return ch
     return None
+
+
+def oauth_challenges(value: str | list[str] | None) -> tuple[Challenge | None, Challenge | None]:
+    """The first ``Bearer`` and the first ``DPoP`` (RFC 9449 section 7.1) challenge, or None each."""
+    bearer = dpop = None
+    for ch in parse_www_authenticate(value):
+        scheme = ch.scheme.lower()
+        if scheme == "bearer" and bearer is None:
+            bearer = ch
+        elif scheme == "dpop" and dpop is None:
+            dpop = ch
+    return bearer, dpop

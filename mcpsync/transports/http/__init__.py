@@ -4,6 +4,7 @@ Owns, one concern per module:
 
 - ``client``: ``HTTPClient`` (requests path | fast path), ``Target``, error translation;
 - ``fastpool``: the measured keep-alive ``http.client`` pool behind the fast path;
+- ``requestauth``: ``RequestAuth``, what an auth object declares to ride the fast path;
 - ``headers``: the ``Mcp-*`` header rules (the Base64 value form, ``Mcp-Name``);
 - ``sse``: the ``text/event-stream`` parser, and whose reply a too-large event was;
 - ``streamable``: Streamable HTTP (2025-03-26 on, and the 2026-07-28 wire);

@@ -35,6 +35,7 @@ from ...errors import (
 from ...jsonrpc import excerpt, parse_json
 from ..base import Transport
 from .fastpool import _Buffered, _ConnectTimeout, _FastPool
+from .requestauth import RequestAuth
 
 __all__ = [
     "HTTPClient",
@@ -129,7 +130,12 @@ def translate_error(exc: BaseException, what: str) -> MCPSyncError:
             or getattr(inner, "reason", None)
             or str(inner or "")
         )
-        return TLSError(f"{what}: TLS failure ({str(detail)[:200] or 'handshake failed'})")
+        hint = (
+            "; a private CA: verify=<CA bundle> (mcpsync --cacert FILE)"
+            if isinstance(inner, ssl.SSLCertVerificationError)
+            else ""
+        )
+        return TLSError(f"{what}: TLS failure ({str(detail)[:200] or 'handshake failed'}{hint})")
     dns = find(socket.gaierror, urllib3.exceptions.NameResolutionError)
     if dns is not None:
         gai = find(socket.gaierror)
@@ -219,11 +225,13 @@ class HTTPClient:
     case-insensitive ``get``, ``read``, ``read1``, ``close``, ``release_conn``) or raises a
     translated error. Same-origin 307/308 redirects are followed (at most 3).
 
-    The fast path (``fast``): when the session is ours, there is no ``auth``, no proxy for
-    the URL, no .netrc entry, and the session's adapter is a plain ``HTTPAdapter``, requests
-    go over a small pool of keep-alive ``http.client`` connections set up with the TLS
-    settings requests would use. A ``Set-Cookie`` reply moves everything to the requests
-    path (the cookies go into the session's jar).
+    The fast path (``fast``): when the session is ours, there is no ``auth`` or it is a
+    :class:`~.requestauth.RequestAuth` (mcpsync's ``OAuth``: it adds its headers and
+    answers challenges itself, a re-send at a time), no proxy for the URL, no .netrc entry,
+    and the session's adapter is a plain ``HTTPAdapter``, requests go over a small pool of
+    keep-alive ``http.client`` connections set up with the TLS settings requests would use.
+    Any other ``auth`` goes through requests. A ``Set-Cookie`` reply moves everything to
+    the requests path (the cookies go into the session's jar).
     """
 
     def __init__(
@@ -265,7 +273,8 @@ class HTTPClient:
         self.headers = base
         self._pool: _FastPool | None = None
         self._cookie_request: requests.PreparedRequest | None = None
-        if self.owned and auth is None:
+        self._request_auth = auth if isinstance(auth, RequestAuth) else None
+        if self.owned and (auth is None or self._request_auth is not None):
             self._setup_fast_path()
 
     @property
@@ -346,7 +355,12 @@ class HTTPClient:
         pool = self._pool
         try:
             if pool is not None and target.origin == self.target.origin:
-                response = pool.urlopen(method, target.path, headers, body, read_timeout)
+                if self._request_auth is None:
+                    response = pool.urlopen(method, target.path, headers, body, read_timeout)
+                else:
+                    response = self._send_with_auth(
+                        self._request_auth, pool, method, target, headers, body, read_timeout
+                    )
                 if response.headers.get("set-cookie") is not None:
                     # Cookies (e.g. load-balancer stickiness): keep them, and from now on
                     # let requests send them.
@@ -383,6 +397,36 @@ class HTTPClient:
             ValueError,
         ) as exc:
             raise translate_error(exc, f"{method} {safe_url(target.url)}") from None
+
+    @staticmethod
+    def _send_with_auth(
+        auth: RequestAuth,
+        pool: _FastPool,
+        method: str,
+        target: Target,
+        headers: Mapping[str, str],
+        body: bytes | None,
+        read_timeout: float | None,
+    ) -> Any:
+        """The fast path with a RequestAuth: its headers on each send, its answer to a
+        401/403 or ``DPoP-Nonce`` reply, at most ``auth.max_resends`` re-sends."""
+        state: dict[str, Any] = {}
+        for resends in range(auth.max_resends + 1):
+            added = auth.request_headers(method, target.url, state)
+            sent = {**headers, **added} if added else headers
+            response = pool.urlopen(method, target.path, sent, body, read_timeout)
+            status = response.status
+            if status != 401 and status != 403 and response.headers.get("dpop-nonce") is None:
+                return response
+            try:
+                again = auth.answer(method, target.url, status, response.headers, added, state)
+            except BaseException:
+                response.close()
+                raise
+            if not again or resends == auth.max_resends:
+                return response
+            discard(response)
+        return response  # not reached: the loop returns
 
     def close(self) -> None:
         pool, self._pool = self._pool, None

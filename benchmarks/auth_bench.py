@@ -1,0 +1,261 @@
+"""Sequential ``call_tool`` with mcpsync's own ``OAuth`` vs no auth, against one server, one run.
+
+Owns: the auth row of ``benchmarks/bench.py`` (issue 13, item 6) and its peer. The peer
+(``python benchmarks/auth_bench.py --serve``, a subprocess) is a near-zero-cost Streamable
+HTTP endpoint in stateless JSON mode (the ``echo`` tool of ``benchmarks/http_server.py``,
+same hand-written HTTP/1.1 keep-alive loop) that answers two paths:
+
+- ``POST /open/mcp``: no auth;
+- ``POST /mcp``: a ``Bearer`` token the in-process
+  :class:`~mcpsync.demo_auth.DemoAuthorizationServer` issued (``client_credentials``,
+  client ``bench``), else ``401`` with ``WWW-Authenticate: Bearer resource_metadata=...``;
+  plus the RFC 9728 / RFC 8414 metadata documents and ``/token``.
+
+The client side connects ``mcpsync.Session`` to each path (auth:
+``OAuth.client_credentials("bench", ...)``: discovery + token inside the first POST), warms
+up, then calls ``echo`` for ``seconds`` per phase, alternating auth / no-auth phases
+``rounds`` times; the best rate of each is kept and the ratio printed.
+
+    python benchmarks/auth_bench.py            # ~10 s; prints the row
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import socketserver
+import subprocess
+import sys
+import threading
+import time
+from typing import Any
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+if HERE not in sys.path:
+    sys.path.insert(0, HERE)
+
+import http_server  # noqa: E402  (benchmarks/http_server.py: _dispatch, _respond)
+
+__all__ = ["measure", "render", "main"]
+
+CLIENT_ID, CLIENT_SECRET = "bench", "bench-secret"
+ECHO_ARGS = {"message": "hello"}
+TARGET = ("ratio", 0.8)
+
+
+class _AuthHandler(socketserver.StreamRequestHandler):
+    """One keep-alive HTTP/1.1 connection (the parsing of http_server.MCPHandler, headers kept)."""
+
+    disable_nagle_algorithm = True
+    rbufsize = 65536
+    server: _Server
+
+    def handle(self) -> None:
+        rfile, sock = self.rfile, self.connection
+        try:
+            while True:
+                line = rfile.readline(65537)
+                if not line:
+                    return
+                if line in (b"\r\n", b"\n"):
+                    continue
+                method, target, _version = line.decode("latin-1").split()
+                headers: dict[str, str] = {}
+                while True:
+                    h = rfile.readline(65537)
+                    if h in (b"\r\n", b"\n", b""):
+                        break
+                    name, _, value = h.decode("latin-1").partition(":")
+                    headers[name.strip().lower()] = value.strip()
+                length = int(headers.get("content-length") or 0)
+                body = rfile.read(length) if length else b""
+                self._route(sock, method, target.split("?", 1)[0], headers, body)
+        except (ConnectionError, OSError, ValueError):
+            return
+
+    def _route(
+        self, sock: socket.socket, method: str, path: str, headers: dict[str, str], body: bytes
+    ) -> None:
+        srv = self.server
+        if path in ("/mcp", "/open/mcp") and method == "POST":
+            if path == "/mcp":
+                auth = headers.get("authorization", "")
+                token = auth[7:] if auth[:7].lower() == "bearer " else ""
+                if not token or not srv.auth.check(token, srv.base + "/mcp"):
+                    challenge = (
+                        f'WWW-Authenticate: Bearer resource_metadata="{srv.base}'
+                        '/.well-known/oauth-protected-resource/mcp"\r\n'
+                    ).encode()
+                    http_server.MCPHandler._respond(sock, 401, b"", close=False, extra=challenge)
+                    return
+            self._mcp(sock, body)
+            return
+        if path.startswith("/.well-known/oauth-protected-resource"):
+            doc = {"resource": srv.base + "/mcp", "authorization_servers": [srv.base]}
+            self._json(sock, 200, doc)
+            return
+        status, extra, payload = srv.auth.handle(method, path, "", headers, body)
+        head = "".join(f"{k}: {v}\r\n" for k, v in extra.items() if k.lower() != "content-type")
+        http_server.MCPHandler._respond(sock, status, payload, close=False, extra=head.encode())
+
+    @staticmethod
+    def _json(sock: socket.socket, status: int, doc: Any) -> None:
+        http_server.MCPHandler._respond(sock, status, json.dumps(doc).encode(), close=False)
+
+    def _mcp(self, sock: socket.socket, body: bytes) -> None:
+        message = json.loads(body)
+        if "method" not in message or "id" not in message:
+            http_server.MCPHandler._respond(sock, 202, b"", close=False)
+            return
+        result = http_server._dispatch(message)
+        reply = {"jsonrpc": "2.0", "id": message["id"], "result": result}
+        data = json.dumps(reply, separators=(",", ":")).encode()
+        http_server.MCPHandler._respond(sock, 200, data, close=False)
+
+
+class _Server(socketserver.ThreadingTCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    base = ""
+    auth: Any = None
+
+
+def serve() -> int:
+    from mcpsync.demo_auth import DemoAuthorizationServer
+
+    server = _Server(("127.0.0.1", 0), _AuthHandler)
+    server.base = f"http://127.0.0.1:{server.server_address[1]}"
+    server.auth = DemoAuthorizationServer(server.base, clients={CLIENT_ID: CLIENT_SECRET})
+    thread = threading.Thread(target=server.serve_forever, name="mcpsync-bench-auth[serve]")
+    thread.start()
+    print(f"listening {server.base}", flush=True)
+    try:
+        sys.stdin.read()  # until the parent closes our stdin
+    except KeyboardInterrupt:
+        pass
+    server.shutdown()
+    server.server_close()
+    thread.join(timeout=5.0)
+    return 0
+
+
+def _start() -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen(
+        [sys.executable, os.path.abspath(__file__), "--serve"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    assert proc.stdout is not None
+    found: list[str] = []
+
+    def watch() -> None:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        if line.startswith("listening "):
+            found.append(line.split()[1])
+
+    watcher = threading.Thread(target=watch, name="mcpsync-bench-auth[ready]", daemon=True)
+    watcher.start()
+    watcher.join(30)
+    if not found:
+        proc.kill()
+        proc.wait(5)
+        raise RuntimeError("the auth benchmark server did not come up within 30 s")
+    return proc, found[0]
+
+
+def _rate(session: Any, seconds: float) -> float:
+    count, started = 0, time.perf_counter()
+    deadline = started + seconds
+    while True:
+        session.call_tool("echo", ECHO_ARGS)
+        count += 1
+        if count % 50 == 0 and time.perf_counter() >= deadline:
+            return count / (time.perf_counter() - started)
+
+
+def measure(rounds: int = 3, seconds: float = 1.0, warmup: int = 300) -> dict[str, Any]:
+    """Best calls/s with OAuth (client_credentials) and without, phases interleaved."""
+    import requests
+
+    import mcpsync
+    from mcpsync.auth import OAuth
+
+    proc, base = _start()
+    try:
+        auth = OAuth.client_credentials(CLIENT_ID, CLIENT_SECRET)
+        slow_auth = OAuth.client_credentials(CLIENT_ID, CLIENT_SECRET)
+        # the same OAuth through requests (a caller's own requests.Session: no fast pool),
+        # which is the path every auth= object took before the RequestAuth interface
+        with (
+            mcpsync.Session.connect(f"{base}/mcp", auth=auth, name="auth") as authed,
+            mcpsync.Session.connect(f"{base}/open/mcp", name="open") as plain,
+            requests.Session() as http,
+            mcpsync.Session.connect(
+                f"{base}/mcp", auth=slow_auth, http_session=http, name="auth-requests"
+            ) as slow,
+        ):
+            sessions = {"oauth": authed, "none": plain, "oauth_requests": slow}
+            for s in sessions.values():
+                for _ in range(warmup):
+                    s.call_tool("echo", ECHO_ARGS)
+            rates: dict[str, list[float]] = {name: [] for name in sessions}
+            for index in range(rounds):
+                order = list(sessions.items())
+                for name, s in order[index % 3 :] + order[: index % 3]:
+                    rates[name].append(_rate(s, seconds))
+            assert auth.authorized and slow_auth.authorized
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+    best = {name: max(values) for name, values in rates.items()}
+    return {
+        "rates": rates,
+        "best": best,
+        "ratio": best["oauth"] / best["none"],
+        "ratio_requests": best["oauth_requests"] / best["none"],
+    }
+
+
+def render(result: dict[str, Any]) -> str:
+    best, ratio = result["best"], result["ratio"]
+    verdict = "ok" if ratio >= TARGET[1] else "MISS"
+    return (
+        "auth: sequential call_tool echo, benchmarks/auth_bench.py peer (stdlib, stateless JSON)\n"
+        f"  no auth                      {best['none']:9.0f} calls/s\n"
+        f"  OAuth.client_credentials     {best['oauth']:9.0f} calls/s\n"
+        f"  OAuth through requests       {best['oauth_requests']:9.0f} calls/s"
+        f"  ({result['ratio_requests']:.2f}x: the path before RequestAuth)\n"
+        f"  OAuth / no auth              {ratio:9.2f}x   target: >= {TARGET[1]}x  {verdict}\n"
+        "  rounds: "
+        + ", ".join(
+            f"{a / b:.2f}x"
+            for a, b in zip(result["rates"]["oauth"], result["rates"]["none"], strict=True)
+        )
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--seconds", type=float, default=1.0)
+    args = parser.parse_args(argv)
+    if args.serve:
+        return serve()
+    print(render(measure(args.rounds, args.seconds)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
