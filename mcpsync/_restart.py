@@ -201,6 +201,10 @@ class Restarter:
     # -- what the guard and the Session ask --------------------------------------------
 
     @property
+    def failure(self) -> BaseException | None:
+        return self._failure
+
+    @property
     def finished(self) -> bool:
         """Closed by the caller, or given up: nothing will bring the session back."""
         return self._state in (_FAILED, _STOPPED)
@@ -551,6 +555,11 @@ class Restarts:
     @property
     def restart_policy(self) -> RestartPolicy | None:
         return self._restart.policy if self._restart is not None else None
+
+    @property
+    def restart_failure(self) -> BaseException | None:
+        """The ``RestartLimitReached`` the policy gave up with (None: it did not)."""
+        return self._restart.failure if self._restart is not None else None
 
     def task(self, task_id: str, *, timeout: float | None | Default = DEFAULT) -> ModernFuture:
         """Pick up the task ``task_id`` (tasks extension, 2026-07-28 era) made by this

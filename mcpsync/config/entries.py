@@ -100,6 +100,8 @@ class ServerEntry:
     lazy: bool = False
     disabled: bool = False
     auth: AuthSettings | None = None
+    #: the ``restart`` key: true/false or an object of RestartPolicy settings (None: not given)
+    restart: bool | Mapping[str, Any] | None = None
     include_tools: tuple[str, ...] = ()
     exclude_tools: tuple[str, ...] = ()
     source: str = "<dict>"
@@ -149,6 +151,8 @@ class ServerEntry:
             kw["timeout"] = self.timeout
         if self.connect_timeout is not None:
             kw["connect_timeout"] = self.connect_timeout
+        if self.restart is not None:
+            kw["restart"] = self.restart
         if self.include_tools:
             kw["include_tools"] = list(self.include_tools)
         if self.exclude_tools:

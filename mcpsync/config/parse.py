@@ -226,6 +226,10 @@ def _parse_entry(name: str, spec: Any, ex: _Expander) -> ServerEntry:
         raise fail("lazy", f'"lazy": {str(lazy).lower()} contradicts "eager": {str(eager).lower()}')
     is_lazy = lazy if lazy is not None else (not eager if eager is not None else False)
     disabled = bool(get_bool("disabled")) or get_bool("enabled") is False
+    restart = spec.get("restart")  # checked in full by mcpsync.RestartPolicy.of at connect
+    if restart is not None and not isinstance(restart, bool | Mapping):
+        what = "true, false or an object (maxAttempts, backoff, ...)"
+        raise fail("restart", f"expected {what}, got {_type_name(restart)}")
 
     return ServerEntry(
         name=name,
@@ -239,6 +243,7 @@ def _parse_entry(name: str, spec: Any, ex: _Expander) -> ServerEntry:
         connect_timeout=connect_timeout,
         lazy=is_lazy,
         disabled=disabled,
+        restart=dict(restart) if isinstance(restart, Mapping) else restart,
         auth=auth,
         include_tools=get_globs("includeTools"),
         exclude_tools=get_globs("excludeTools"),

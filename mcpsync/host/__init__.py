@@ -38,6 +38,7 @@ from .._lifecycle import check as _check_fork
 from .._lifecycle import forked as _forked
 from ..config import Config, ConfigEntryError, ServerEntry, load_config
 from ..errors import CapabilityError, ConfigError, MCPSyncError, SessionClosed
+from .restarts import failure_of, give_transport_factory, restarts_of
 from .routing import _ToolRouting
 from .servers import (
     CLOSED,
@@ -331,6 +332,7 @@ class Host(_ToolRouting):
                     if globs is not None:  # the host's list for this server replaces the entry's
                         kwargs[key] = list(globs)
                 if self._spawn_stdio and isinstance(kwargs.get("target"), list):
+                    give_transport_factory(kwargs, s.name, self._server_identity)  # restarts too
                     kwargs["target"] = self._stdio_transport(s, kwargs)
                 if self._caches_given:
                     kwargs["_caches"] = self._caches
@@ -406,7 +408,8 @@ class Host(_ToolRouting):
             session = s.session
             if s.state != READY or session is None or not getattr(session, "closed", False):
                 return
-            error = getattr(getattr(session, "connection", None), "close_error", None)
+            conn = getattr(session, "connection", None)
+            error = failure_of(session) or getattr(conn, "close_error", None)
             s.state, s.session = FAILED, None
             s.error = error or SessionClosed(f"server {s.name!r}: the session ended")
         log.info("server %r went away: %s", s.name, s.error)
@@ -493,6 +496,7 @@ class Host(_ToolRouting):
             entry = s.entry
             transport = entry.transport if entry else "?"
             version = info = None
+            restarts = restarts_of(session)
             tools: int | None = None
             if session is not None:
                 kind = getattr(getattr(session, "transport", None), "kind", None)
@@ -521,6 +525,7 @@ class Host(_ToolRouting):
                     seconds=seconds,
                     error=error,
                     lazy=bool(entry and entry.lazy),
+                    restarts=restarts,
                 )
             )
         return rows

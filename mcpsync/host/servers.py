@@ -114,6 +114,8 @@ class ServerStatus:
     seconds: float | None
     error: BaseException | None
     lazy: bool
+    #: how often the entry's restart policy brought its session back
+    restarts: int = 0
 
     @property
     def ok(self) -> bool:

@@ -1,0 +1,53 @@
+"""Per-entry restart policies of a Host.
+
+Owns: turning an entry's ``restart`` setting (the config key, or ``session_kwargs``) into
+the ``RestartPolicy`` its ``Session.connect`` gets, with a ``make_transport`` that makes
+stdio transports the way the host makes the first one (so the host can still stop a server
+that is starting, and every restart starts the same command); and what a status row says
+about restarts (``restarts_of``, ``failure_of``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["give_transport_factory", "restarts_of", "failure_of"]
+
+
+def give_transport_factory(
+    kwargs: dict[str, Any], name: str, identity_of: Callable[..., tuple[Any, Any]]
+) -> None:
+    """Before the host replaces an argv target by a transport it made: a restart policy in
+    ``kwargs`` gets a ``make_transport`` that makes the same stdio transport again
+    (``ConfigError`` for a malformed ``restart`` setting)."""
+    from .._restart import RestartPolicy  # late: the host imports the session layer lazily
+    from ..transports.select import stdio_transport
+
+    policy = RestartPolicy.of(kwargs.get("restart"), where=f"server {name!r}: restart")
+    if policy is None or policy.make_transport is not None:
+        return
+    argv, env, cwd = kwargs["target"], kwargs.get("env"), kwargs.get("cwd")
+    inherit_env, label = kwargs.get("inherit_env", False), kwargs.get("name") or name
+
+    def make() -> Any:
+        transport = stdio_transport(argv, env=env, cwd=cwd, inherit_env=inherit_env, name=label)
+        transport.identity = identity_of(argv, env=env, cwd=cwd)[0]
+        return transport
+
+    kwargs["restart"] = dataclasses.replace(policy, make_transport=make)
+
+
+def restarts_of(session: Any) -> int:
+    """How often the session's restart policy brought it back (0 for any other session)."""
+    from .._restart import Restarts
+
+    return session.restarts if isinstance(session, Restarts) else 0
+
+
+def failure_of(session: Any) -> BaseException | None:
+    """Why the session's restart policy gave up (``RestartLimitReached``), if it did."""
+    from .._restart import Restarts
+
+    return session.restart_failure if isinstance(session, Restarts) else None
