@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, Literal
 
-from . import _bringup, _offer, _typed
+from . import _bringup, _offer, _tls, _typed
 from ._bringup import BringUp
 from ._catalog import Catalog
 from ._forksafe import own_session, release_session
@@ -128,6 +128,8 @@ class Session(BringUp, Catalog, Skills, Restarts):
         strict: bool = True,
         include_tools: str | Sequence[str] | None = None,
         exclude_tools: str | Sequence[str] | None = None,
+        verify: bool | str | None = None,
+        cert: str | tuple[str, str] | None = None,
         extensions: Mapping[str, Mapping[str, Any] | None] | Sequence[str] | None = None,
         restart: bool | RestartPolicy | Mapping[str, Any] | None = None,
         _caches: Caches | None = None,
@@ -156,6 +158,9 @@ class Session(BringUp, Catalog, Skills, Restarts):
 
         ``restart``: True or a ``RestartPolicy``: bring the session up again when the server dies.
 
+        ``verify``: HTTP(S) only: a CA bundle path, or False to skip TLS verification (None: the default).
+        ``cert``: a TLS client certificate: a path, or (cert, key) paths (an ``OAuth``'s requests use both).
+
         ``_caches`` (private): the era verdict and cache-hint stores to use instead of the
         process-wide ones (``mcpsync.protocol.choose.Caches``; tests pass fresh ones).
         """
@@ -165,10 +170,12 @@ class Session(BringUp, Catalog, Skills, Restarts):
         select = functools.partial(
             select_transports, target, transport=transport, name=name, argv_name=command_name,
             env=env, cwd=cwd, inherit_env=inherit_env, headers=headers, http_session=http_session,
-            auth=auth, timeout=timeout, connect_timeout=connect_timeout,
+            auth=auth, timeout=timeout, connect_timeout=connect_timeout, verify=verify, cert=cert,
         )  # fmt: skip
+        _tls.share(auth, verify, cert)  # an OAuth's own requests to authorization servers too
         name, candidates = select(deadline=deadline)
         resolve_era(era, protocol_version)  # ConfigError before anything starts
+        _typed.prefetch()  # mcp_types imports in the background while the server starts
         offered = _offer.extensions(extensions)  # e.g. mcpsync.apps.EXTENSION; ConfigError too
         tool_filter = NameFilter.of(include_tools, exclude_tools)
         server_key, credential_key = server_identity(

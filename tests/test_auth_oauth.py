@@ -470,15 +470,17 @@ def test_second_run_reuses_stored_tokens_and_client(rsps, http, tmp_path):
     assert w.as_.token_requests[-1]["form"]["grant_type"] == "refresh_token"
 
 
-def test_stored_tokens_are_keyed_by_issuer_and_resource(rsps, http):
+def test_stored_tokens_are_keyed_by_issuer_resource_and_client(rsps, http):
     w = World(rsps)
     store = MemoryTokenStore()
     post(http, OAuth(redirect=w.approve, store=store))
+    client_id = store.get(f"client {ISSUER}")["client_id"]
     assert sorted(store.keys()) == [
         f"client {ISSUER}",
         f"server {SERVER}",
-        f"token {ISSUER} {SERVER}",
+        f"token {ISSUER} {SERVER} {client_id}",
     ]
+    assert store.get(f"server {SERVER}")["client_id"] == client_id
 
 
 def test_logout_forgets_the_token(rsps, http):
@@ -487,7 +489,7 @@ def test_logout_forgets_the_token(rsps, http):
     auth = OAuth(redirect=w.approve, store=store)
     post(http, auth)
     auth.logout()
-    assert not auth.authorized and store.get(f"token {ISSUER} {SERVER}") is None
+    assert not auth.authorized and not [k for k in store.keys() if k.startswith("token ")]
 
 
 # -- authorization server changes -------------------------------------------------------
@@ -740,8 +742,8 @@ def test_no_secret_in_logs_repr_or_errors(rsps, http, caplog):
     store = MemoryTokenStore()
     auth = OAuth(redirect=w.approve, store=store)
     post(http, auth)
-    tok = store.get(f"token {ISSUER} {SERVER}")
     client = store.get(f"client {ISSUER}")
+    tok = store.get(f"token {ISSUER} {SERVER} {client['client_id']}")
     code_req = w.as_.token_requests[0]["form"]
     secrets_ = [
         tok["access_token"],

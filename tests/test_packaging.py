@@ -39,6 +39,7 @@ OPTIONAL_IMPORTS: dict[str, str | None] = {
     "distributed": "dask",  # mcpsync smoke --dask
     "anywidget": "apps",  # mcpsync.apps.AppView
     "traitlets": "apps",  # ... its synced state
+    "keyring": "keyring",  # mcpsync.auth.keyring_store.KeyringTokenStore
     "ipywidgets": "notebook",  # mcpsync.elicitation.NotebookElicitation
 }
 

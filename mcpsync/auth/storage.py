@@ -6,12 +6,19 @@ Owns: the token-store protocol (duck-typed: ``get(key)``, ``set(key, value)``,
 - :class:`MemoryTokenStore` - the default; forgets everything at exit.
 - :class:`FileTokenStore` - one JSON file, created with mode 0600 in a 0700 directory,
   rewritten atomically, guarded by a thread lock and (on POSIX) an advisory file lock so
-  several processes can share it.
+  several processes can share it. :func:`default_store_path` is the per-user file the
+  command line keeps tokens in (``mcpsync --no-store`` opts out).
+- ``mcpsync.auth.keyring_store.KeyringTokenStore`` - the system keyring (extra ``keyring``).
 
 Keys used by :class:`mcpsync.auth.OAuth` (any store can rely on them being short strings):
-``token <issuer> <resource>`` (tokens are bound to the issuer *and* the resource),
+``token <issuer> <resource> <client_id>`` (a token is bound to the issuer, the resource
+*and* the client that obtained it; ``-`` when a grant has no client id),
 ``client <issuer>`` (credentials are bound to the issuer that issued them), and
-``server <url>`` (which issuer/resource a server URL used last time).
+``server <url>`` (which issuer/resource/client a server URL used last time).
+
+The library's ``OAuth(...)`` keeps the in-memory default: a library that writes secrets
+to the user's disk unasked would surprise its caller (and several programs embedding it
+would share one file); the command line, a program of its own, persists by default.
 
 The values hold secrets (access/refresh tokens, client secrets): a store must keep them
 out of logs; ``repr`` of these stores never shows values.
@@ -24,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sys
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -37,7 +45,29 @@ try:  # POSIX advisory locks; absent on Windows
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["TokenStore", "MemoryTokenStore", "FileTokenStore"]
+__all__ = ["TokenStore", "MemoryTokenStore", "FileTokenStore", "default_store_path"]
+
+APP = "mcpsync"
+
+
+def default_store_path() -> Path:
+    """The per-user token file: ``$XDG_CACHE_HOME/mcpsync/tokens.json`` (else
+    ``~/.cache/...``) on Linux and other POSIX systems, ``~/Library/Caches/mcpsync/`` on
+    macOS, ``%LOCALAPPDATA%\\mcpsync\\Cache\\`` on Windows. ``MCPSYNC_TOKEN_STORE``
+    names another file."""
+    override = os.environ.get("MCPSYNC_TOKEN_STORE")
+    if override:
+        return Path(os.path.expanduser(override))
+    if sys.platform == "win32":
+        base = os.environ.get("LOCALAPPDATA") or os.path.join(
+            os.path.expanduser("~"), "AppData", "Local"
+        )
+        return Path(base) / APP / "Cache" / "tokens.json"
+    if sys.platform == "darwin":
+        return Path(os.path.expanduser("~/Library/Caches")) / APP / "tokens.json"
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = xdg if xdg and os.path.isabs(xdg) else os.path.expanduser("~/.cache")
+    return Path(base) / APP / "tokens.json"
 
 
 @runtime_checkable

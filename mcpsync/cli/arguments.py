@@ -113,6 +113,17 @@ def _common() -> argparse.ArgumentParser:
         help="OAuth without a browser here: show a code to approve on another device (RFC 8628; implies --oauth)",
     )
     g.add_argument(
+        "--no-store",
+        action="store_true",
+        help="keep OAuth tokens in memory only (default: a 0600 file in the user's cache directory)",
+    )
+    g.add_argument(
+        "--cacert", metavar="FILE", help="CA bundle to verify HTTPS servers and their OAuth servers"
+    )
+    g.add_argument("--insecure", action="store_true", help="do not verify HTTPS certificates")
+    g.add_argument("--cert", metavar="FILE", help="TLS client certificate (PEM; with its key)")
+    g.add_argument("--key", metavar="FILE", help="the private key of --cert, when not in it")
+    g.add_argument(
         "--input",
         action="append",
         default=[],
@@ -342,7 +353,7 @@ def _smoke_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--token-store",
         metavar="FILE",
-        help="OAuth token file (default with --stored-auth-only: ~/.cache/mcpsync/tokens.json)",
+        help="OAuth token file (default: tokens.json in the user's cache directory; --no-store: none)",
     )
     p.add_argument(
         "--snapshot",

@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 from typing import TYPE_CHECKING, Any
 
 from .. import display
@@ -46,8 +45,10 @@ def run_smoke(ns: argparse.Namespace, out: _Out) -> int:
     inputs = _parse_pairs(ns.input, what="--input", parse_json=False)
     config = load_config(path, inputs=inputs)
     token_store = ns.token_store
-    if token_store is None and ns.stored_auth_only:
-        token_store = os.path.expanduser("~/.cache/mcpsync/tokens.json")
+    if token_store is None and not ns.no_store:
+        from ..auth.storage import default_store_path
+
+        token_store = str(default_store_path())  # the file every mcpsync command uses
     with _smoke_executor(ns) as executor:
         report = smoke(
             config,

@@ -49,17 +49,38 @@ def _host_of(url: str) -> str:
 
 
 def _auth_factory(ns: argparse.Namespace) -> Callable[[ServerEntry], Any]:
-    """OAuth for HTTP entries that carry auth settings, or for all of them with --oauth."""
+    """OAuth for HTTP entries that carry auth settings, or for all of them with --oauth;
+    its tokens kept in the per-user file store unless --no-store."""
 
     device = getattr(ns, "device", False)  # --device: the RFC 8628 device grant, no browser
     options: dict[str, Any] = {"redirect": "device"} if device else {}
 
     def factory(entry: ServerEntry) -> Any:
         if entry.auth is not None or getattr(ns, "oauth", False) or device:
-            return oauth_for_entry(entry, **options)
+            if getattr(ns, "no_store", False):
+                return oauth_for_entry(entry, **options)
+            from ..auth.storage import FileTokenStore, default_store_path
+
+            return oauth_for_entry(entry, store=FileTokenStore(default_store_path()), **options)
         return None
 
     return factory
+
+
+def _apply_tls(kwargs: dict[str, Any], ns: argparse.Namespace) -> None:
+    """--cacert / --insecure -> ``verify``; --cert [--key] -> ``cert`` (over the entry's)."""
+    if getattr(ns, "cacert", None) and getattr(ns, "insecure", False):
+        raise UsageError("--cacert and --insecure contradict each other; give one")
+    if getattr(ns, "cacert", None):
+        kwargs["verify"] = os.path.expanduser(ns.cacert)
+    elif getattr(ns, "insecure", False):
+        kwargs["verify"] = False
+    cert, key = getattr(ns, "cert", None), getattr(ns, "key", None)
+    if key and not cert:
+        raise UsageError("--key needs --cert")
+    if cert:
+        cert = os.path.expanduser(cert)
+        kwargs["cert"] = (cert, os.path.expanduser(key)) if key else cert
 
 
 def _entry_kwargs(entry: ServerEntry, ns: argparse.Namespace) -> dict[str, Any]:
@@ -124,6 +145,7 @@ def resolve_target(
     if ns.header:
         kwargs["headers"] = {**kwargs.get("headers", {}), **_parse_headers(ns.header)}
     _apply_timeouts(kwargs, ns)
+    _apply_tls(kwargs, ns)
     for key in ("include_tools", "exclude_tools"):  # replace the entry's includeTools/excludeTools
         if getattr(ns, key, None):
             kwargs[key] = list(getattr(ns, key))
@@ -142,7 +164,9 @@ def _import_client(kwargs: dict[str, Any]) -> None:
     shows are the server's (and the network's), not this process's imports."""
     import importlib
 
-    importlib.import_module("mcp_types")  # the wire models (~0.2 s of pydantic building)
+    from .. import _typed
+
+    _typed.types()  # the wire models (pydantic; each model built on its first use)
     if isinstance(kwargs.get("target"), list):
         importlib.import_module("..transports.stdio", __package__)
     elif isinstance(kwargs.get("target"), str):

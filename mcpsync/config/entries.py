@@ -100,6 +100,8 @@ class ServerEntry:
     lazy: bool = False
     disabled: bool = False
     auth: AuthSettings | None = None
+    verify: bool | str | None = None  # HTTP: a CA bundle path, or False (None: the default)
+    cert: str | tuple[str, str] | None = None  # HTTP: a client certificate (path or pair)
     #: the ``restart`` key: true/false or an object of RestartPolicy settings (None: not given)
     restart: bool | Mapping[str, Any] | None = None
     include_tools: tuple[str, ...] = ()
@@ -144,6 +146,9 @@ class ServerEntry:
         else:
             if self.headers:
                 kw["headers"] = dict(self.headers)
+            for key in ("verify", "cert"):
+                if getattr(self, key) is not None:
+                    kw[key] = getattr(self, key)
             auth = auth_factory(self) if auth_factory is not None else None
             if auth is not None:
                 kw["auth"] = auth
@@ -181,6 +186,9 @@ class ServerEntry:
             parts.append("disabled=True")
         if self.auth is not None:
             parts.append(f"auth={self.auth!r}")
+        for key in ("verify", "cert"):
+            if getattr(self, key) is not None:
+                parts.append(f"{key}={getattr(self, key)!r}")
         for key in ("include_tools", "exclude_tools"):
             if getattr(self, key):
                 parts.append(f"{key}={list(getattr(self, key))!r}")

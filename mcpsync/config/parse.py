@@ -165,6 +165,8 @@ def _parse_entry(name: str, spec: Any, ex: _Expander) -> ServerEntry:
     cwd: str | None = None
     headers: dict[str, str] = {}
     auth: AuthSettings | None = None
+    verify: bool | str | None = None
+    cert: str | tuple[str, str] | None = None
 
     if command is not None:
         if transport not in (None, "stdio"):
@@ -200,8 +202,9 @@ def _parse_entry(name: str, spec: Any, ex: _Expander) -> ServerEntry:
         cwd = get_str("cwd", expand_user=True)
         if cwd is not None and not cwd.strip():
             raise fail("cwd", "is empty; expected a directory")
-        if spec.get("headers") not in (None, {}):
-            raise fail("headers", "only applies to HTTP servers; this entry runs a command")
+        for key in ("headers", "verify", "cert"):
+            if spec.get(key) not in (None, {}):
+                raise fail(key, "only applies to HTTP servers; this entry runs a command")
     else:
         assert url is not None
         if transport is None:
@@ -217,6 +220,7 @@ def _parse_entry(name: str, spec: Any, ex: _Expander) -> ServerEntry:
             if spec.get(key) not in (None, [], {}):
                 raise fail(key, 'only applies to local (stdio) servers; this entry has a "url"')
         auth = _parse_auth(spec, ex, name)
+        verify, cert = _parse_tls(spec, ex, name)
 
     timeout = get_seconds("timeout")
     connect_timeout = get_seconds("connect_timeout", "connectTimeout")
@@ -245,11 +249,49 @@ def _parse_entry(name: str, spec: Any, ex: _Expander) -> ServerEntry:
         disabled=disabled,
         restart=dict(restart) if isinstance(restart, Mapping) else restart,
         auth=auth,
+        verify=verify,
+        cert=cert,
         include_tools=get_globs("includeTools"),
         exclude_tools=get_globs("excludeTools"),
         source=src,
         raw=dict(spec),
     )
+
+
+def _parse_tls(
+    spec: Mapping[str, Any], ex: _Expander, name: str
+) -> tuple[bool | str | None, str | tuple[str, str] | None]:
+    """``"verify"``: true, false or a CA bundle path; ``"cert"``: a client certificate
+    path, or ``[cert, key]`` paths (``~`` and variables expanded)."""
+
+    def path(key: str, value: Any) -> str:
+        if not isinstance(value, str) or not value.strip():
+            raise ConfigEntryError(
+                ex.source, name, key, f"expected a file path, got {_type_name(value)}"
+            )
+        return _expand_user(ex.expand(value, name, key))
+
+    verify = spec.get("verify")
+    if verify is not None and not isinstance(verify, bool):
+        if not isinstance(verify, str):
+            raise ConfigEntryError(
+                ex.source,
+                name,
+                "verify",
+                f"expected true, false or a CA bundle path, got {_type_name(verify)}",
+            )
+        verify = path("verify", verify)
+    value = spec.get("cert")
+    cert: str | tuple[str, str] | None = None
+    if isinstance(value, list):
+        if len(value) != 2:
+            raise ConfigEntryError(
+                ex.source, name, "cert", "expected a path or [certificate, key] paths"
+            )
+        cert = (path("cert[0]", value[0]), path("cert[1]", value[1]))
+    elif value is not None:
+        cert = path("cert", value)
+    return verify, cert
 
 
 def _parse_auth(spec: Mapping[str, Any], ex: _Expander, name: str) -> AuthSettings | None:
