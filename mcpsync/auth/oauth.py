@@ -54,6 +54,7 @@ from .registration import (
 )
 from .selection import _Selection
 from .storage import MemoryTokenStore, TokenStore
+from .tls import pin_tls
 from .www_authenticate import Challenge
 
 __all__ = ["OAuth"]
@@ -272,9 +273,22 @@ class OAuth(_Presenting, _Selection, GrantConstructors, AuthBase):
         if self._own_http:
             self._http.close()
 
+    def use_tls(
+        self, *, verify: bool | str | None = None, cert: str | tuple[str, str] | None = None
+    ) -> None:
+        """TLS for the requests to metadata and authorization servers, as in ``requests``:
+        ``verify`` a CA bundle path or False, ``cert`` a client certificate path or (cert,
+        key). ``Session.connect(verify=, cert=)`` calls this; a caller's ``http_session``
+        is left as it is."""
+        if self._own_http:
+            pin_tls(self._http, verify, cert)  # over REQUESTS_CA_BUNDLE too
+
     # -- tokens -----------------------------------------------------------------------
-    def _token_key(self, issuer: str | None, resource: str | None) -> str:
-        return f"token {issuer} {resource}"
+    def _token_key(self, issuer: str | None, resource: str | None, client: str | None) -> str:
+        return f"token {issuer} {resource} {client or '-'}"  # bound to issuer, resource, client
+
+    def _index_key(self) -> str:  # which token a server URL used last, per pre-registered client
+        return f"server {self._server_url}" + (f" {self._client_id}" if self._client_id else "")
 
     def _usable_token(self) -> TokenSet | None:
         if self._token is None and not self._loaded:
@@ -310,12 +324,13 @@ class OAuth(_Presenting, _Selection, GrantConstructors, AuthBase):
         return tok
 
     def _load_from_store(self) -> None:
-        idx = self._store.get(f"server {self._server_url}")
+        idx = self._store.get(self._index_key())
         if not isinstance(idx, dict):
             return
-        tok = TokenSet.from_store(
-            self._store.get(self._token_key(idx.get("issuer"), idx.get("resource")))
-        )
+        if self._client_id and idx.get("client_id") != self._client_id:
+            return  # another client's token
+        key = self._token_key(idx.get("issuer"), idx.get("resource"), idx.get("client_id"))
+        tok = TokenSet.from_store(self._store.get(key))
         if tok is not None:
             self._token = tok
             self._requested_scopes = tok.requested_scopes
@@ -326,15 +341,14 @@ class OAuth(_Presenting, _Selection, GrantConstructors, AuthBase):
     def _set_token(self, tok: TokenSet) -> None:
         self._dpop_check(tok)
         self._token = tok
-        self._store.set(self._token_key(tok.issuer, tok.resource), tok.to_store())
-        self._store.set(
-            f"server {self._server_url}", {"issuer": tok.issuer, "resource": tok.resource}
-        )
+        self._store.set(self._token_key(tok.issuer, tok.resource, tok.client_id), tok.to_store())
+        index = {"issuer": tok.issuer, "resource": tok.resource, "client_id": tok.client_id}
+        self._store.set(self._index_key(), index)
 
     def _drop_token(self) -> None:
         tok, self._token = self._token, None
         if tok is not None:
-            self._store.delete(self._token_key(tok.issuer, tok.resource))
+            self._store.delete(self._token_key(tok.issuer, tok.resource, tok.client_id))
 
     def _refresh(self, tok: TokenSet) -> None:
         asm = self._asm.get(tok.issuer or "")
