@@ -298,3 +298,24 @@ def test_cli_device_flag_selects_the_device_flow(rsps, http, monkeypatch, tmp_pa
     assert len(d.device_requests) == 1 and len(d.polls) == 2 and w.authorization_count() == 0
     plain = resolve_target(_sub_parser("tools").parse_intermixed_args([SERVER]), None, 0)[0]
     assert "auth" not in plain.kwargs
+
+
+def test_every_poll_carries_a_fresh_dpop_proof(rsps, http):
+    pytest.importorskip("cryptography")
+    import jwt
+
+    w = World(rsps)
+    w.as_.metadata["dpop_signing_alg_values_supported"] = ["ES256"]
+    d = DeviceAS(w, ["authorization_pending", "ok"])
+    proofs: list[str] = []
+    original = d._token
+
+    def token(req):
+        proofs.append(req.headers.get("DPoP"))
+        return original(req)
+
+    rsps.replace(responses.CallbackResponse(responses.POST, f"{ISSUER}/token", callback=token))
+    assert post(http, device_auth(FakeTime(), dpop=True)).status_code == 200
+    assert len(proofs) == 2 and all(proofs) and proofs[0] != proofs[1]
+    jtis = {jwt.decode(p, options={"verify_signature": False})["jti"] for p in proofs}
+    assert len(jtis) == 2

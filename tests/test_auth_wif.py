@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import os
 
+import jwt
 import pytest
 import requests
 import responses
@@ -188,3 +189,20 @@ def test_token_endpoint_answering_html_is_an_auth_error_naming_the_step(rsps, ht
     with pytest.raises(AuthError, match=r"token request \(jwt-bearer\)") as info:
         post(http, OAuth.workload_identity(value))
     assert value not in str(info.value) and value not in caplog.text
+
+
+def test_dpop_proof_on_the_jwt_bearer_request(rsps, http):
+    pytest.importorskip("cryptography")
+    w = World(rsps)
+    w.as_.metadata["dpop_signing_alg_values_supported"] = ["ES256"]
+    a = JwtBearerAS(w)
+    auth = OAuth.workload_identity(make_jwt(ISSUER), dpop=True)
+    assert post(http, auth).status_code == 200  # the AS chose Bearer: accepted (not required)
+    (req,) = a.requests
+    proof = req["headers"]["DPoP"]
+    header, claims = (
+        jwt.get_unverified_header(proof),
+        jwt.decode(proof, options={"verify_signature": False}),
+    )
+    assert header["typ"] == "dpop+jwt" and "d" not in header["jwk"]
+    assert claims["htm"] == "POST" and claims["htu"] == f"{ISSUER}/token" and claims["jti"]

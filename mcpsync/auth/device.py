@@ -38,6 +38,7 @@ import requests
 from ..errors import AuthError, ConfigError, ExpiredToken, TokenError
 from ._util import log, redact, require_secure, short
 from .discovery import AuthServerMetadata
+from .dpop import DPoPProver
 from .flow import TokenSet, _basic_header, _token_request, client_assertion
 from .grants import Grant, GrantHost
 from .registration import ClientInfo, choose_auth_method, register_client
@@ -160,7 +161,7 @@ class DeviceFlow(Grant):
         tok = self.poll(
             host._http, asm, client, code, resource=resource, scopes=scopes,
             timeout=host.timeout, allow_insecure=host.allow_insecure_http,
-            limit=host.authorization_timeout,
+            limit=host.authorization_timeout, dpop=host._prover,
         )  # fmt: skip
         log.info("device authorization at %s approved", asm.issuer)
         return tok
@@ -177,8 +178,10 @@ class DeviceFlow(Grant):
         timeout: float,
         allow_insecure: bool,
         limit: float | None = None,
+        dpop: DPoPProver | None = None,
     ) -> TokenSet:
-        """Poll the token endpoint until approval, denial, expiry or cancellation."""
+        """Poll the token endpoint until approval, denial, expiry or cancellation (each
+        poll with a fresh DPoP proof when ``dpop`` is given)."""
         lifetime = code.expires_in if limit is None else min(code.expires_in, limit)
         deadline = self.clock() + lifetime
         interval = code.interval
@@ -197,6 +200,7 @@ class DeviceFlow(Grant):
                     http, asm, client, DEVICE_CODE_GRANT,
                     {"device_code": code.device_code, "resource": resource},
                     timeout=timeout, allow_insecure=allow_insecure, secrets=[code.device_code],
+                    dpop=dpop,
                 )  # fmt: skip
             except TokenError as exc:
                 if exc.error == "authorization_pending":

@@ -43,6 +43,7 @@ from .flow import TokenSet, _token_request
 from .registration import ClientInfo
 
 if TYPE_CHECKING:
+    from .dpop import DPoPProver
     from .storage import TokenStore
 
 __all__ = [
@@ -177,8 +178,10 @@ def jwt_bearer_grant(
     resource: str,
     timeout: float,
     allow_insecure: bool,
+    dpop: DPoPProver | None = None,
 ) -> TokenSet:
-    """RFC 7523 section 2.1: trade a JWT assertion for an access token at ``asm``."""
+    """RFC 7523 section 2.1: trade a JWT assertion for an access token at ``asm``
+    (DPoP-bound when ``dpop`` is given)."""
     offered = asm.grant_types_supported
     if offered is not None and JWT_BEARER_GRANT not in offered:
         log.info("%s does not list the jwt-bearer grant; asking anyway", asm.issuer)
@@ -195,6 +198,7 @@ def jwt_bearer_grant(
         timeout=timeout,
         allow_insecure=allow_insecure,
         secrets=[assertion],
+        dpop=dpop,
     )
     tok.resource = resource
     tok.requested_scopes = scopes
@@ -212,6 +216,7 @@ class GrantHost(Protocol):
     _store: TokenStore
     _cimd_url: str | None
     _client_metadata_extra: dict[str, Any]
+    _prover: DPoPProver | None  # set when the token should be DPoP-bound (presenting.py)
 
     def _preregistered(self, asm: AuthServerMetadata) -> ClientInfo | None: ...
 
@@ -250,7 +255,7 @@ class WorkloadIdentity(Grant):
         client = ClientInfo(client_id=self.client_id or "", auth_method="none", issuer=asm.issuer)
         tok = jwt_bearer_grant(
             host._http, asm, client, self.assertion(), scopes=scopes, resource=resource,
-            timeout=host.timeout, allow_insecure=host.allow_insecure_http,
+            timeout=host.timeout, allow_insecure=host.allow_insecure_http, dpop=host._prover,
         )  # fmt: skip
         log.info(
             "obtained a token for %s from %s with the workload assertion from %s",
@@ -311,7 +316,7 @@ class EnterpriseManaged(Grant):
         )  # fmt: skip
         tok = jwt_bearer_grant(
             host._http, asm, client, jag, scopes=scopes, resource=resource,
-            timeout=host.timeout, allow_insecure=host.allow_insecure_http,
+            timeout=host.timeout, allow_insecure=host.allow_insecure_http, dpop=host._prover,
         )  # fmt: skip
         log.info("obtained a token for %s from %s with an ID-JAG", short(resource), asm.issuer)
         return tok
@@ -342,6 +347,7 @@ class GrantConstructors:
         timeout: float = 30.0,
         allow_insecure_http: bool = False,
         server_url: str | None = None,
+        dpop: bool | str = "auto",
     ) -> _O:
         """A workload authenticating with its platform identity JWT (workload identity
         federation, SEP-1933; RFC 7523 jwt-bearer grant). No client registration, no secret.
@@ -350,6 +356,7 @@ class GrantConstructors:
         returning it), ``assertion_file`` (re-read on every use: a Kubernetes projected
         token stays fresh) or ``assertion_env``. ``client_id`` is sent only when given.
         A refusal raises ``InvalidGrant`` / ``UnauthorizedClient`` / ``InvalidScope``.
+        ``dpop`` as for ``OAuth`` (the jwt-bearer request then carries a DPoP proof).
 
         >>> OAuth.workload_identity(assertion_file="/var/run/secrets/tokens/mcp")  # doctest: +SKIP
         """
@@ -360,7 +367,7 @@ class GrantConstructors:
         self = make(
             scopes=scopes, issuer=issuer, store=store, offline_access=False,
             http_session=http_session, timeout=timeout, allow_insecure_http=allow_insecure_http,
-            server_url=server_url, redirect="headless",  # never used
+            server_url=server_url, dpop=dpop, redirect="headless",  # never used
         )  # fmt: skip
         self._machine = WorkloadIdentity(source, client_id=client_id)
         self._grant = self._machine.name
@@ -387,6 +394,7 @@ class GrantConstructors:
         timeout: float = 30.0,
         allow_insecure_http: bool = False,
         server_url: str | None = None,
+        dpop: bool | str = "auto",
     ) -> _O:
         """Enterprise-managed authorization (SEP-990, ID-JAG): the user's ID token is
         exchanged at the enterprise IdP (RFC 8693, at ``idp_token_endpoint`` or the token
@@ -406,7 +414,7 @@ class GrantConstructors:
             client_id=client_id, client_secret=client_secret, issuer=issuer, scopes=scopes,
             store=store, offline_access=False, token_endpoint_auth_method=token_endpoint_auth_method,
             http_session=http_session, timeout=timeout, allow_insecure_http=allow_insecure_http,
-            server_url=server_url, redirect="headless",  # never used
+            server_url=server_url, dpop=dpop, redirect="headless",  # never used
         )  # fmt: skip
         self._machine = EnterpriseManaged(
             source,
