@@ -31,6 +31,7 @@ from .errors import (
     AuthError,
     CapabilityError,
     ConfigError,
+    ForkedError,
     HandshakeError,
     HTTPStatusError,
     MCPSyncError,
@@ -89,13 +90,18 @@ __all__ = [
     "ServerRestarted",
     "RestartLimitReached",
     "SessionClosed",
+    "ForkedError",
     "TransportError",
     "VersionMismatch",
+    "server_card",
+    "server_cards",
 ]
 
 
 if TYPE_CHECKING:
     from . import adapters as adapters
+    from .cards import server_card as server_card
+    from .cards import server_cards as server_cards
     from .smoke import smoke as smoke
 
 
@@ -112,4 +118,8 @@ def __getattr__(name: str) -> object:
         import importlib
 
         return importlib.import_module(".adapters", __name__)
+    if name in ("server_card", "server_cards"):  # late too: Server Cards need requests
+        import importlib
+
+        return getattr(importlib.import_module(".cards", __name__), name)
     raise AttributeError(f"module 'mcpsync' has no attribute {name!r}")

@@ -37,7 +37,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from .errors import SessionClosed
+from .errors import ForkedError
 
 __all__ = [
     "ForkedError",
@@ -56,23 +56,6 @@ log = logging.getLogger("mcpsync")
 PID = os.getpid()
 #: the overall bound of closing what is still open at interpreter exit (seconds)
 EXIT_TIMEOUT = 5.0
-
-
-class ForkedError(SessionClosed):
-    """A session, host or transport used in a child after ``os.fork()``.
-
-    It belongs to the process that opened it (``owner_pid``); this process (``pid``)
-    shares its pipes and sockets but none of its threads. Open a new one in the child.
-    """
-
-    def __init__(self, what: str, owner_pid: int, pid: int) -> None:
-        self.owner_pid = owner_pid
-        self.pid = pid
-        super().__init__(
-            f"{what} was opened in process {owner_pid}; it cannot be used after os.fork() "
-            f"in process {pid}: open a new one in the child (close() here releases only "
-            "this process's copies)"
-        )
 
 
 class Owned:

@@ -33,6 +33,7 @@ __all__ = [
     "RequestCancelled",
     "ServerError",
     "SessionClosed",
+    "ForkedError",
     "AuthError",
     "TokenError",
     "InvalidGrant",
@@ -186,6 +187,21 @@ class ServerError(MCPSyncError):
 
 class SessionClosed(MCPSyncError):
     """The session was closed (by the caller or because its transport ended)."""
+
+
+class ForkedError(SessionClosed):
+    """A session, host or transport used in a child of ``os.fork()``: it belongs to the
+    process that opened it (``owner_pid``); this one (``pid``) shares its pipes and sockets
+    but none of its threads. Open a new one in the child (``mcpsync._lifecycle``)."""
+
+    def __init__(self, what: str, owner_pid: int, pid: int) -> None:
+        self.owner_pid = owner_pid
+        self.pid = pid
+        super().__init__(
+            f"{what} was opened in process {owner_pid}; it cannot be used after os.fork() "
+            f"in process {pid}: open a new one in the child (close() here releases only "
+            "this process's copies)"
+        )
 
 
 class RestartLimitReached(ServerExited, SessionClosed):

@@ -15,8 +15,7 @@ import pytest
 
 import mcpsync
 from mcpsync import _lifecycle
-from mcpsync._lifecycle import ForkedError
-from mcpsync.errors import MCPSyncError, SessionClosed
+from mcpsync.errors import ForkedError, MCPSyncError, SessionClosed
 from mcpsync.host import Host
 from tests.fakes import FakeServer
 
@@ -226,6 +225,14 @@ def test_memory_session_in_child() -> None:
     finally:
         session.close()
         server.end.close()
+
+
+def test_the_error_is_public_and_a_session_closed() -> None:
+    assert mcpsync.ForkedError is ForkedError
+    assert issubclass(ForkedError, SessionClosed) and issubclass(ForkedError, MCPSyncError)
+    error = ForkedError("session 'x'", 10, 11)
+    assert (error.owner_pid, error.pid) == (10, 11)
+    assert "process 10" in str(error) and "os.fork() in process 11" in str(error)
 
 
 def test_predicate_and_owning_again() -> None:
