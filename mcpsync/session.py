@@ -132,6 +132,7 @@ class Session(BringUp, Catalog, Skills, Restarts):
         cert: str | tuple[str, str] | None = None,
         extensions: Mapping[str, Mapping[str, Any] | None] | Sequence[str] | None = None,
         restart: bool | RestartPolicy | Mapping[str, Any] | None = None,
+        card: bool | Mapping[str, str] | Callable[..., Any] = False,
         _caches: Caches | None = None,
     ) -> Session:
         """Bring up a session and return it ready for use.
@@ -161,12 +162,19 @@ class Session(BringUp, Catalog, Skills, Restarts):
         ``verify``: HTTP(S) only: a CA bundle path, or False to skip TLS verification (None: the default).
         ``cert``: a TLS client certificate: a path, or (cert, key) paths (an ``OAuth``'s requests use both).
 
+        ``card``: read the URL's Server Card first, connect where it says (opt-in: ``mcpsync.cards``).
+
         ``_caches`` (private): the era verdict and cache-hint stores to use instead of the
         process-wide ones (``mcpsync.protocol.choose.Caches``; tests pass fresh ones).
         """
         started = time.perf_counter()
         # one deadline for the whole bring-up: probe, initialize, fallbacks and restarts
         deadline = time.monotonic() + connect_timeout if connect_timeout is not None else None
+        if card:  # True, input values or an ask(name, input) callable; the card is advisory
+            from .cards.connect import resolve_target
+
+            target, headers, transport = resolve_target(target, card, headers=headers, transport=transport,
+                                                        timeout=connect_timeout, http_session=http_session)  # fmt: skip
         select = functools.partial(
             select_transports, target, transport=transport, name=name, argv_name=command_name,
             env=env, cwd=cwd, inherit_env=inherit_env, headers=headers, http_session=http_session,
