@@ -93,11 +93,15 @@ __all__ = [
     "ForkedError",
     "TransportError",
     "VersionMismatch",
+    "server_card",
+    "server_cards",
 ]
 
 
 if TYPE_CHECKING:
     from . import adapters as adapters
+    from .cards import server_card as server_card
+    from .cards import server_cards as server_cards
     from .smoke import smoke as smoke
 
 
@@ -114,4 +118,8 @@ def __getattr__(name: str) -> object:
         import importlib
 
         return importlib.import_module(".adapters", __name__)
+    if name in ("server_card", "server_cards"):  # late too: Server Cards need requests
+        import importlib
+
+        return getattr(importlib.import_module(".cards", __name__), name)
     raise AttributeError(f"module 'mcpsync' has no attribute {name!r}")
