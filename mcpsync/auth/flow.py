@@ -35,7 +35,7 @@ from urllib.parse import parse_qsl, quote_plus, urlencode, urlsplit, urlunsplit
 
 import requests
 from oauthlib.oauth2.rfc6749.clients.base import Client as _OAuthlibClient
-from oauthlib.oauth2.rfc6749.errors import OAuth2Error
+from oauthlib.oauth2.rfc6749.errors import MissingTokenError, OAuth2Error
 from oauthlib.oauth2.rfc6749.parameters import parse_token_response, prepare_token_request
 
 from ..errors import AuthError, ConfigError, TokenError
@@ -364,6 +364,12 @@ def _token_request(
     )
     try:
         tok = parse_token_response(text)
+    except MissingTokenError:  # neither a token nor an OAuth error: an HTML page, an empty body
+        kind = (r.headers.get("Content-Type") or "no content type").split(";")[0].strip()[:60]
+        raise AuthError(
+            f"token request ({grant_type.rsplit(':', 1)[-1]}) to {short(endpoint)} gave no "
+            f"usable token (HTTP {r.status_code}, {kind})"
+        ) from None
     except OAuth2Error as exc:
         step = grant_type.rsplit(":", 1)[-1]  # urn:...:grant-type:jwt-bearer -> jwt-bearer
         msg = f"token request ({step}) refused by {short(endpoint)}: {exc.error}"
