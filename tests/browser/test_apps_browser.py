@@ -8,7 +8,7 @@ records every line to and from it) with ``extensions=mcpsync.apps.EXTENSION`` an
 the app's iframe: the server time from the kernel's call is shown; a click on "Get Server
 Time" makes the app call ``get-time`` through the bridge; the server receives that second
 ``tools/call`` and the time it answered appears in the app. A screenshot is saved
-(``MCPSYNC_APPS_SCREENSHOT`` names where; default: the test's temporary folder).
+(``MCPSYNC_APPS_SCREENSHOTS`` names the folder; default: the test's temporary folder).
 
 Every wait is bounded (WebDriverWait, HTTP polls with deadlines); the server, its kernel and
 the npm server are stopped by pid at the end.
@@ -46,6 +46,7 @@ from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 REPO = Path(__file__).resolve().parents[2]
 NODE_BIN = REPO / "tests" / "node" / "node_modules" / ".bin"
 PROXY = Path(__file__).with_name("recording_proxy.py")
+PROBE = Path(__file__).with_name("probe_app_server.py")
 CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 if not (CHROMIUM and CHROMEDRIVER):
     pytest.skip(
@@ -87,19 +88,27 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _notebook(log: Path) -> dict[str, Any]:
-    argv = [sys.executable, str(PROXY), str(log), "--", "mcp-server-basic-vanillajs", "--stdio"]
-    source = [
-        "import mcpsync, mcpsync.apps\n",
-        f"s = mcpsync.Session.connect({argv!r}, extensions=mcpsync.apps.EXTENSION)\n",
-        "view = mcpsync.apps.call(s, 'get-time')\n",
-        "view",
-    ]
+def _cell(name: str, source: str) -> dict[str, Any]:
+    return {"cell_type": "code", "execution_count": None, "id": name, "metadata": {},
+            "outputs": [], "source": source}  # fmt: skip
+
+
+def _notebook(log: Path, probe_log: Path, probe_port: int) -> dict[str, Any]:
+    """Three apps: the npm basic app, the hostile probe, the npm budget allocator."""
+    basic = [sys.executable, str(PROXY), str(log), "--", "mcp-server-basic-vanillajs", "--stdio"]
+    probe = [sys.executable, str(PROXY), str(probe_log), "--", sys.executable, str(PROBE),
+             "--probe-port", str(probe_port)]  # fmt: skip
+    budget = ["mcp-budget-allocator-server", "--stdio"]
+    connect = "mcpsync.Session.connect({!r}, extensions=mcpsync.apps.EXTENSION)"
+    cells = [
+        _cell("basic", f"import mcpsync, mcpsync.apps\ns = {connect.format(basic)}\n"
+                       "mcpsync.apps.call(s, 'get-time')"),
+        _cell("probe", f"p = {connect.format(probe)}\nmcpsync.apps.call(p, 'probe')"),
+        _cell("budget", f"b = {connect.format(budget)}\n"
+                        "mcpsync.apps.call(b, 'get-budget-data', height=500)"),
+    ]  # fmt: skip
     return {
-        "cells": [
-            {"cell_type": "code", "execution_count": None, "id": "app", "metadata": {},
-             "outputs": [], "source": source}
-        ],
+        "cells": cells,
         "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
         "nbformat": 4,
         "nbformat_minor": 5,
@@ -145,8 +154,12 @@ def _answer_to(log: Path, rid: Any) -> dict[str, Any] | None:
 def jupyterlab(tmp_path: Path):
     root = tmp_path / "root"
     root.mkdir()
-    log = tmp_path / "server.log"
-    (root / "apps.ipynb").write_text(json.dumps(_notebook(log)))
+    log, probe_log = tmp_path / "server.log", tmp_path / "probe.log"
+    listener = socket.socket()  # the probe app tries to reach it; nothing may connect
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    probe_port = listener.getsockname()[1]
+    (root / "apps.ipynb").write_text(json.dumps(_notebook(log, probe_log, probe_port)))
     port = _free_port()
     env = {
         **os.environ,
@@ -179,8 +192,9 @@ def jupyterlab(tmp_path: Path):
     base = f"http://127.0.0.1:{port}"
     try:
         _wait_http(f"{base}/api/status?token={TOKEN}", time.monotonic() + 90)
-        yield base, log
+        yield base, log, probe_log, listener
     finally:
+        listener.close()
         descendants = (
             psutil.Process(proc.pid).children(recursive=True) if proc.poll() is None else []
         )
@@ -213,7 +227,9 @@ def browser(tmp_path: Path):
 
 
 def test_an_app_renders_in_jupyterlab_and_its_tool_call_round_trips(jupyterlab, browser, tmp_path):
-    base, log = jupyterlab
+    base, log, probe_log, listener = jupyterlab
+    shot_dir = Path(os.environ.get("MCPSYNC_APPS_SCREENSHOTS", str(tmp_path)))
+    shot_dir.mkdir(parents=True, exist_ok=True)
     browser.get(f"{base}/lab/tree/apps.ipynb?token={TOKEN}")
     wait = WebDriverWait(browser, 120)
     wait.until(
@@ -228,12 +244,14 @@ def test_an_app_renders_in_jupyterlab_and_its_tool_call_round_trips(jupyterlab, 
         raise
     browser.execute_script("window.jupyterapp.commands.execute('notebook:run-all-cells')")
 
-    frame = wait.until(
-        EC.presence_of_element_located((By.CSS_SELECTOR, "iframe.mcpsync-app-frame"))
+    frames = wait.until(
+        lambda d: len(f := d.find_elements(By.CSS_SELECTOR, "iframe.mcpsync-app-frame")) == 3 and f
     )
-    assert frame.get_attribute("sandbox") == "allow-scripts"  # no allow-same-origin
-    srcdoc = frame.get_attribute("srcdoc")
-    assert srcdoc.startswith('<!DOCTYPE html><meta http-equiv="Content-Security-Policy"')
+    for each in frames:
+        assert each.get_attribute("sandbox") == "allow-scripts"  # no allow-same-origin
+        srcdoc = each.get_attribute("srcdoc")
+        assert srcdoc.startswith('<!DOCTYPE html><meta http-equiv="Content-Security-Policy"')
+    frame, probe_frame, budget_frame = frames
 
     # the kernel's call: one tools/call reached the server; its answer is shown in the app
     first_call = WebDriverWait(browser, 60).until(lambda d: (_tool_calls(log) or [None])[0])
@@ -259,7 +277,51 @@ def test_an_app_renders_in_jupyterlab_and_its_tool_call_round_trips(jupyterlab, 
     assert expected != first_answer["structuredContent"]["time"]
 
     browser.switch_to.default_content()
-    shot = Path(os.environ.get("MCPSYNC_APPS_SCREENSHOT", str(tmp_path / "apps-in-jupyterlab.png")))
+
+    # the hostile probe: everything it must not do failed, the bridge refused the rest
+    browser.switch_to.frame(probe_frame)
+    results = WebDriverWait(browser, 90).until(
+        lambda d: "done: yes" in (t := d.find_element(By.ID, "results").text) and t
+    )
+    outcome = dict(line.split(": ", 1) for line in results.splitlines())
+    assert outcome["parent-document"].startswith("blocked SecurityError"), outcome
+    assert outcome["cookie"].startswith("blocked SecurityError"), outcome
+    assert outcome["fetch"].startswith("blocked"), outcome
+    assert outcome["image"] == "blocked", outcome
+    assert outcome["initialize"] == "host mcpsync"
+    assert outcome["unknown-method"] == "error -32601"
+    assert "tools/call 'reset' refused" in outcome["model-only-tool"]
+    assert "refused (limit 1048576)" in outcome["huge-message"]
+    assert outcome["increment"] == "count 1"
+    listener.setblocking(False)
+    with pytest.raises(BlockingIOError):  # nobody connected to the port the probe tried
+        listener.accept()
+    names = [m["params"]["name"] for m in _tool_calls(probe_log)]
+    assert names == ["probe", "increment"], names  # "reset" never reached the server
+    print("probe:", outcome)
+    browser.switch_to.default_content()
+    browser.execute_script("arguments[0].scrollIntoView()", probe_frame)
+    browser.get_screenshot_as_file(str(shot_dir / "apps-probe.png"))
+    browser.switch_to.frame(probe_frame)
+    browser.find_element(By.ID, "leave").click()  # the app navigates its frame away
+    browser.switch_to.default_content()
+    stopped = WebDriverWait(browser, 60).until(
+        lambda d: d.find_elements(By.CSS_SELECTOR, ".mcpsync-app-stopped")
+    )
+    assert "navigated away" in stopped[0].text
+    assert len(browser.find_elements(By.CSS_SELECTOR, "iframe.mcpsync-app-frame")) == 2
+
+    # the budget allocator (chart.js inline, 440 kB) renders under the default policy
+    browser.switch_to.frame(budget_frame)
+    WebDriverWait(browser, 90).until(
+        lambda d: (
+            d.find_elements(By.CSS_SELECTOR, "#sliders-container > *")
+            and d.find_elements(By.CSS_SELECTOR, "canvas#budget-chart")
+        )
+    )
+    browser.switch_to.default_content()
+    browser.execute_script("arguments[0].scrollIntoView()", frame)
+    shot = shot_dir / "apps-in-jupyterlab.png"
     browser.get_screenshot_as_file(str(shot))
     assert shot.stat().st_size > 10_000
     print(f"screenshot: {shot}")
