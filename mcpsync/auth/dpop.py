@@ -33,6 +33,7 @@ from urllib.parse import urlsplit, urlunsplit
 import requests
 
 from ..errors import AuthError, ConfigError
+from ._util import log, short
 
 __all__ = [
     "DPoPKey",
@@ -351,6 +352,7 @@ def post_token_request(
             )
         if attempt == MAX_NONCE_RETRIES:
             break
+        log.debug("%s asked for a DPoP nonce (use_dpop_nonce); retrying with it", short(endpoint))
     raise DPoPError(
         f"the authorization server kept demanding a new DPoP nonce ({MAX_NONCE_RETRIES} "
         "retries with the nonces it gave); giving up",

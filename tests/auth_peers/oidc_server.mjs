@@ -12,6 +12,7 @@
 // Env:  OIDC_SCOPES      resource scopes (default "mcp:read mcp:write")
 //       OIDC_AT_TTL      access-token lifetime in seconds (default 3600)
 //       OIDC_CLIENTS     JSON list of pre-registered client metadata (default [])
+//       OIDC_DPOP_NONCE  "1": the token endpoint demands a DPoP nonce (RFC 9449 section 8)
 // Prints one JSON line on stdout when ready: {"issuer": "...", "port": N}.
 // GET /test/stats returns counters: authorizations, logins, consents, registrations,
 // tokens per grant type. Stops on SIGTERM/SIGINT or when stdin closes.
@@ -45,6 +46,7 @@ const provider = new Provider(issuer, {
     registration: { enabled: true },
     clientCredentials: { enabled: true },
     deviceFlow: { enabled: true }, // RFC 8628: /device/auth, user pages at /device
+    dPoP: { enabled: true, nonceSecret: Buffer.alloc(32, 7), requireNonce: () => process.env.OIDC_DPOP_NONCE === '1' }, // RFC 9449
     resourceIndicators: {
       enabled: true,
       useGrantedResource: async () => true,

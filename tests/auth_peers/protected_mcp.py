@@ -11,7 +11,12 @@ OAuth resource server in front of a tiny MCP endpoint:
 - JSON-RPC: initialize (stateful, ``Mcp-Session-Id``), notifications (202), ping,
   tools/list (one tool ``whoami``), tools/call (reports ``sub`` and scopes).
 
-Every request is recorded in ``self.requests`` (method, whether a token came, status).
+With ``dpop=True`` it also takes DPoP-bound tokens (RFC 9449: ``Authorization: DPoP``, the
+proof checked by :func:`auth_peers.dpop_check.check_proof` against the token's
+``cnf.jkt``; a bound token sent as Bearer is refused), says ``DPoP`` in its challenges and,
+with ``rs_nonce``, demands that nonce (``use_dpop_nonce`` + ``DPoP-Nonce``).
+
+Every request is recorded in ``self.requests`` (method, whether a token came, scheme, status).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import jwt
+from auth_peers.dpop_check import ReplayCache, check_proof
 
 SUPPORTED_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 
@@ -35,8 +41,11 @@ class ProtectedMCPServer:
         base_scope: str = "mcp:read",
         scopes_supported: list[str] | None = None,
         method_scopes: dict[str, list[str]] | None = None,
+        dpop: bool = False,
+        rs_nonce: str | None = None,
     ) -> None:
         self.issuer = issuer
+        self.dpop, self.rs_nonce, self._replay = dpop, rs_nonce, ReplayCache()
         self.base_scope = base_scope
         self.scopes_supported = scopes_supported if scopes_supported is not None else [base_scope]
         self.method_scopes = method_scopes or {}
@@ -104,10 +113,40 @@ class ProtectedMCPServer:
     ) -> tuple[dict[str, Any] | None, dict[str, Any]]:
         """(claims of a valid token, request record); without one, answers 401 (claims None)."""
         auth = h.headers.get("Authorization") or ""
-        rec: dict[str, Any] = {"method": method, "token": auth.startswith("Bearer "), "status": 0}
+        scheme, _, token = auth.partition(" ")
+        rec: dict[str, Any] = {
+            "method": method,
+            "token": bool(token),
+            "status": 0,
+            "scheme": scheme,
+        }
         with self._lock:
             self.requests.append(rec)
-        claims = self._verify(auth[7:]) if auth.startswith("Bearer ") else None
+        ok_scheme = scheme == "Bearer" or (self.dpop and scheme == "DPoP")
+        claims = self._verify(token) if ok_scheme else None
+        bound = (claims or {}).get("cnf", {}).get("jkt")
+        if claims is not None and (bound or scheme == "DPoP"):
+            if scheme != "DPoP" or not bound:
+                claims, rec["error"] = None, "DPoP-bound token presented as Bearer"
+            else:
+                error, _ = check_proof(
+                    h.headers.get("DPoP"), method=h.command, url=self.url, replay=self._replay,
+                    access_token=token, jkt=bound, nonce=self.rs_nonce,
+                )  # fmt: skip
+                rec["error"] = error
+                if error == "use_dpop_nonce":
+                    rec["status"] = 401
+                    extra = {"DPoP-Nonce": self.rs_nonce or ""}
+                    challenge = f'DPoP error="use_dpop_nonce", resource_metadata="{self.prm_url}"'
+                    self._send(
+                        h,
+                        401,
+                        {"error": "use_dpop_nonce"},
+                        {"WWW-Authenticate": challenge, **extra},
+                    )
+                    return None, rec
+                if error is not None:
+                    claims = None
         if claims is None:
             rec["status"] = 401
             self._send(
@@ -152,7 +191,10 @@ class ProtectedMCPServer:
         parts = [f'resource_metadata="{self.prm_url}"', f'scope="{scope}"']
         if error:
             parts.insert(0, f'error="{error}"')
-        return {"WWW-Authenticate": "Bearer " + ", ".join(parts)}
+        value = "Bearer " + ", ".join(parts)
+        if self.dpop:  # both schemes accepted (RFC 9449 section 7.1)
+            value += ", DPoP " + ", ".join([*parts, 'algs="ES256 EdDSA"'])
+        return {"WWW-Authenticate": value}
 
     def _verify(self, token: str) -> dict[str, Any] | None:
         try:
