@@ -207,3 +207,49 @@ def test_dpop_proof_on_the_jwt_bearer_request(rsps, http):
     )
     assert header["typ"] == "dpop+jwt" and "d" not in header["jwk"]
     assert claims["htm"] == "POST" and claims["htu"] == f"{ISSUER}/token" and claims["jti"]
+
+
+def _suite_run(key: str, tmp_path) -> tuple[dict, list[dict]]:
+    """Run the official suite's auth/wif-jwt-bearer with tests/auth_peers/wif_client.py KEY."""
+    import glob
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from conformance.run import NODE_BIN
+
+    if not (NODE_BIN / "conformance").exists():
+        pytest.skip("the conformance suite is not installed in tests/node")
+    client = Path(__file__).resolve().parent / "auth_peers" / "wif_client.py"
+    report = tmp_path / f"{key}.json"
+    env = dict(os.environ, PATH=f"{NODE_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    subprocess.run(
+        [str(NODE_BIN / "conformance"), "client", "--scenario", "auth/wif-jwt-bearer",
+         "--command", f"{sys.executable} {client} {key} {report}", "-o", str(tmp_path / "out"),
+         "--timeout", "60000"],
+        env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    checks = []
+    for p in glob.glob(str(tmp_path / "out" / "**" / "checks.json"), recursive=True):
+        checks += [c for c in json.loads(Path(p).read_text()) if c["status"] != "INFO"]
+    return json.loads(report.read_text()), checks
+
+
+@pytest.mark.real
+def test_official_suite_wrong_audience_is_refused_once_and_typed(tmp_path):
+    out, checks = _suite_run("wrong_audience_jwt", tmp_path)
+    assert out["token_error"] == "InvalidGrant" and out["step"] == "jwt-bearer"
+    assert out["error"] == "invalid_grant" and not out["assertion_shown"]
+    ids = [c["id"] for c in checks]
+    assert ids.count("token-request") == 1  # one jwt-bearer request: no retry
+    assert "wif-assertion-audience" in ids  # the suite's AS saw (and refused) the audience
+    assert "wif-no-retry" not in ids and "wif-grant-fallback" not in ids
+
+
+@pytest.mark.real
+def test_official_suite_expired_assertion_is_never_sent(tmp_path):
+    out, checks = _suite_run("expired_jwt", tmp_path)
+    assert out["token_error"] == "InvalidGrant" and out["step"] == "assertion"
+    assert not out["assertion_shown"]
+    assert "token-request" not in [c["id"] for c in checks]
