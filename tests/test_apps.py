@@ -537,3 +537,15 @@ def test_the_widget_relays_between_front_end_and_bridge(session):
     assert "dropped a 5000000-byte message" in view.refusals[-1]
     assert "not shown yet" in repr(view)
     view.close()
+
+
+def test_receive_never_waits_for_the_server(session):
+    """The caller (a kernel's message loop) gets control back before the server answers."""
+    bridge, front = _initialized(session)
+    bridge.receive({"jsonrpc": "2.0", "id": "slow", "method": "tools/call",
+                    "params": {"name": "long_running", "arguments": {"duration": 1.5, "steps": 3}}})  # fmt: skip
+    assert front.empty()  # receive() returned; the answer is not there yet
+    assert _request(bridge, front, "quick", "ping")["result"] == {}  # answered meanwhile
+    slow = front.next()
+    assert slow["id"] == "slow" and "long_running done" in slow["result"]["content"][0]["text"]
+    bridge.close()

@@ -135,11 +135,23 @@ function render({ model, el }) {
   window.addEventListener("message", onMessage);
   model.on("msg:custom", onCustom);
   // the notebook's look first, so ui/initialize answers with it
-  model.send({ kind: "host", theme: notebookTheme(), variables: notebookVariables() });
+  const sendHost = () => model.send({ kind: "host", theme: notebookTheme(), variables: notebookVariables() });
+  sendHost();
   frame.srcdoc = model.get("srcdoc");
+  // JupyterLab switches themes by changing attributes of <body>: tell the app
+  let lastTheme = notebookTheme();
+  const themeWatch = new MutationObserver(() => {
+    const now = notebookTheme();
+    if (now !== lastTheme) {
+      lastTheme = now;
+      sendHost();
+    }
+  });
+  if (document.body) themeWatch.observe(document.body, { attributes: true });
 
   return () => {
     live = false;
+    themeWatch.disconnect();
     window.removeEventListener("message", onMessage);
     model.off("msg:custom", onCustom);
   };

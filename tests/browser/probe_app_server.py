@@ -6,7 +6,7 @@ into ``<pre id="results">`` (one ``name: outcome`` line each): read the notebook
 (``window.parent.document``), read cookies, ``fetch`` and load an image from a local port
 (the test listens there and expects no connection: the CSP forbids both), ask the host an
 unknown method, call the model-only ``reset`` tool, post a 2 MB message; then a legitimate
-``increment`` call, and ``done``. Its "leave" button navigates the frame away (the widget
+``increment`` call, and ``done``; the theme the host gave, and each theme change it reports. Its "leave" button navigates the frame away (the widget
 must stop relaying and say so).
 
 Run: ``python probe_app_server.py --probe-port PORT`` (stdio).
@@ -39,6 +39,9 @@ function request(method, params) {
 }
 window.addEventListener("message", (event) => {
   const msg = event.data;
+  if (msg && msg.method === "ui/notifications/host-context-changed" && msg.params.theme) {
+    note("theme-changed", msg.params.theme);
+  }
   if (msg && msg.id !== undefined && waiting.has(msg.id)) {
     const resolve = waiting.get(msg.id);
     waiting.delete(msg.id);
@@ -60,6 +63,7 @@ async function main() {
   });
   const init = await request("ui/initialize", {protocolVersion: "2026-01-26", appInfo: {name: "probe", version: "1"}});
   note("initialize", init.result ? "host " + init.result.hostInfo.name : "error");
+  note("theme", init.result.hostContext.theme);
   window.parent.postMessage({jsonrpc: "2.0", method: "ui/notifications/initialized"}, "*");
   const unknown = await request("evil/escalate", {});
   note("unknown-method", unknown.error ? "error " + unknown.error.code : "answered");

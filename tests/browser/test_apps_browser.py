@@ -302,7 +302,14 @@ def test_an_app_renders_in_jupyterlab_and_its_tool_call_round_trips(jupyterlab, 
     browser.switch_to.default_content()
     browser.execute_script("arguments[0].scrollIntoView()", probe_frame)
     browser.get_screenshot_as_file(str(shot_dir / "apps-probe.png"))
+    assert outcome["theme"] == "light"  # JupyterLab's default theme, as the front-end saw it
+    browser.execute_script(
+        "window.jupyterapp.commands.execute('apputils:change-theme', {theme: 'JupyterLab Dark'})"
+    )
     browser.switch_to.frame(probe_frame)
+    WebDriverWait(browser, 60).until(
+        lambda d: "theme-changed: dark" in d.find_element(By.ID, "results").text
+    )
     browser.find_element(By.ID, "leave").click()  # the app navigates its frame away
     browser.switch_to.default_content()
     stopped = WebDriverWait(browser, 60).until(
