@@ -164,6 +164,12 @@ def test_assertion_sources_are_checked():
         AssertionProvider.from_env("MCPSYNC_UNSET_VAR")()
     with pytest.raises(AuthError, match="empty"):
         assertion_source(lambda: "  ")()
+
+    def broken() -> str:
+        raise RuntimeError("metadata service down")
+
+    with pytest.raises(AuthError, match="provider .callable broken. failed: RuntimeError"):
+        assertion_source(broken)()
     secret = make_jwt(ISSUER)
     p = assertion_source(secret)
     assert p() == secret and secret not in repr(p)

@@ -114,7 +114,14 @@ class AssertionProvider:
         return cls(lambda: value, "a literal value", what)
 
     def __call__(self) -> str:
-        value = self._read()
+        try:
+            value = self._read()
+        except AuthError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the caller's provider: named by type, chained
+            raise AuthError(
+                f"the {self.what} provider ({self.source}) failed: {type(exc).__name__}"
+            ) from exc
         if not isinstance(value, str) or not value.strip():
             raise AuthError(f"the {self.what} from {self.source} is empty")
         value = value.strip()
