@@ -865,7 +865,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--json", metavar="FILE", help="write every raw number and the summary here"
     )
-    parser.add_argument("--only", choices=("stdio", "http"), help="run one transport only")
+    parser.add_argument(
+        "--only",
+        choices=("stdio", "http", "threads"),
+        help="run one transport only (threads: 8 threads on one session, shared_session.py)",
+    )
     parser.add_argument(
         "--http-server", choices=("stdlib", "sdk"), default="stdlib", help="the HTTP peer"
     )
@@ -914,6 +918,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.only in (None, "http"):
         output.append("")
         output.append(run_http(args, base, sizes, report))
+        output += ["", run_auth(args, report)]  # OAuth vs no auth, one server (auth_bench.py)
+
+    if args.only in (None, "threads"):  # 8 threads sharing one session (shared_session.py)
+        import shared_session
+
+        shared = shared_session.run_all(args.rounds, 0.8 if args.quick else 1.5)
+        report["threads"] = shared
+        output += ["", shared_session.render(shared)]
 
     report["uptime_after"] = _uptime()
     report["elapsed_s"] = _now() - started
@@ -923,6 +935,16 @@ def main(argv: list[str] | None = None) -> int:
         with open(args.json, "w") as fh:
             json.dump(report, fh, indent=2)
     return 0
+
+
+def run_auth(args: argparse.Namespace, report: dict[str, Any]) -> str:
+    """The auth row (issue 13): sequential calls with mcpsync's OAuth (client_credentials;
+    Bearer, and DPoP-bound) vs no auth, one server, one run (benchmarks/auth_bench.py)."""
+    import auth_bench
+
+    result = auth_bench.measure(args.rounds, 0.6 if args.quick else 1.0)
+    report["auth"] = result
+    return auth_bench.render(result)
 
 
 def run_http(

@@ -331,7 +331,8 @@ def _rate(result: dict[str, Any]) -> float:
 def render(results: dict[str, Any], threads: int = 8) -> str:
     lines = [
         f"{threads} threads sharing one session (calls/s; every reply checked against its request)",
-        f"  {'case':18s} {'mcpsync':>9s} {'bare':>9s} {'ratio':>7s}  {'round by round':28s} target",
+        f"  {'case':18s} {'mcpsync':>9s} {'bare':>9s} {'ratio':>7s}  {'round by round':28s}"
+        f" {'CPU us/call':>13s}  target",
     ]
     for case, rounds in results.items():
         transport = case.split("/")[0]
@@ -343,14 +344,17 @@ def render(results: dict[str, Any], threads: int = 8) -> str:
         ours = max(_rate(r["mcpsync"]) for r in rounds)
         bare = max(_rate(r["bare"]) for r in rounds)
         spread = ", ".join(f"{_rate(r['mcpsync']) / _rate(r['bare']):.2f}x" for r in rounds)
+        cpu = "/".join(f"{min(r[c]['cpu_us'] for r in rounds):.0f}" for c in ("mcpsync", "bare"))
         target = TARGETS[transport]
         verdict = "ok" if ours / bare >= target else "MISS"
         lines.append(
-            f"  {case:18s} {ours:9,.0f} {bare:9,.0f} {ours / bare:6.2f}x  {spread:28s} >= {target}x {verdict}"
+            f"  {case:18s} {ours:9,.0f} {bare:9,.0f} {ours / bare:6.2f}x  {spread:28s} {cpu:>13s}"
+            f"  >= {target}x {verdict}"
         )
     lines.append(
         "  (ratio: best mcpsync / best bare over the rounds; bare stdio = a reader thread routing"
-        " replies by id, bare HTTP = http.client, a connection per thread)"
+        " replies by id, bare HTTP = http.client, a connection per thread; CPU: the client"
+        " process's, per call, mcpsync/bare, the lowest over the rounds)"
     )
     return "\n".join(lines)
 
