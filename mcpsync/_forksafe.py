@@ -93,7 +93,17 @@ def own_session(session: Any) -> None:
         kind="session",
         on_fork=session_forked,
         on_exit=lambda s, deadline: s.close(),
+        exit_soon=session_exit_soon,
     )
+
+
+def session_exit_soon(session: Any, deadline: float) -> bool:
+    """Interpreter exit, before any server is told to end: a restart policy must not bring
+    back the servers the exit is ending (their EOF would look like a crash)."""
+    restart = session._restart  # the Session's restart policy at work, or None
+    if restart is not None:
+        restart.stop()
+    return False
 
 
 def release_session(session: Any) -> None:

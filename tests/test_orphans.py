@@ -40,10 +40,12 @@ STUBBORN = textwrap.dedent(
     """
 )
 
-# A server that, at stdin EOF, notes it in a file and exits 0: the file proves a clean close.
+# A server that notes its start, and at stdin EOF notes that and exits 0: the files prove
+# a clean close (and that nothing started a server again).
 MARKING = textwrap.dedent(
     """
     import os, sys
+    open(os.path.join(sys.argv[1], f"start-{os.getpid()}"), "w").close()
     from mcpsync.demo_server import main
     main([])
     with open(os.path.join(sys.argv[1], f"eof-{os.getpid()}"), "w") as f:
@@ -61,10 +63,11 @@ HOST = textwrap.dedent(
     from mcpsync.host import Host
 
     server = [sys.executable, "-c", sys.argv[1], *sys.argv[2:]]
-    sessions = [mcpsync.Session.connect(server, name="main")]
+    kw = {"restart": mcpsync.RestartPolicy(backoff=0.0)} if "--restart" in sys.argv else {}
+    sessions = [mcpsync.Session.connect(server, name="main", **kw)]
     box = {}
     worker = threading.Thread(
-        target=lambda: box.update(s=mcpsync.Session.connect(server, name="worker"))
+        target=lambda: box.update(s=mcpsync.Session.connect(server, name="worker", **kw))
     )
     worker.start()
     worker.join(60)
@@ -178,15 +181,19 @@ def test_without_the_signal_the_stubborn_servers_would_be_orphans() -> None:
         _gone_within(pids, WAIT)
 
 
-def test_interpreter_exit_closes_open_sessions(tmp_path: Path) -> None:
-    """The host exits without close(): every server saw stdin EOF and exited cleanly."""
-    host, pids = _start_host(spawn.method(), MARKING, str(tmp_path), "--exit")
+@pytest.mark.parametrize("restart", [False, True])
+def test_interpreter_exit_closes_open_sessions(tmp_path: Path, restart: bool) -> None:
+    """The host exits without close(): every server saw stdin EOF and exited cleanly; with
+    a restart policy, the exit's EOF is not taken for a crash (no server starts again)."""
+    flags = ["--restart"] if restart else []
+    host, pids = _start_host(spawn.method(), MARKING, str(tmp_path), *flags, "--exit")
     try:
         assert host.wait(WAIT) == 0
         alive, _ = _gone_within(pids, 2.0)
         assert alive == []
         marks = sorted(p.name for p in tmp_path.iterdir())
-        assert marks == sorted(f"eof-{pid}" for pid in pids)
+        expected = [f"eof-{pid}" for pid in pids] + [f"start-{pid}" for pid in pids]
+        assert marks == sorted(expected)
     finally:
         host.kill()
         _kill_all(pids)
