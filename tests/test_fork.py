@@ -183,6 +183,35 @@ def test_forked_host_refuses_and_its_close_signals_nothing() -> None:
     assert server.returncode == 0  # the parent's close: stdin EOF, nothing else
 
 
+def test_forked_http_session_sends_nothing() -> None:
+    """Streamable HTTP: the child's call is refused and its close() sends no DELETE (the
+    server still knows the parent's session, which goes on without re-initializing)."""
+    from mcpsync.demo_http import DemoHTTPServer
+
+    with DemoHTTPServer() as server:
+        with mcpsync.Session.connect(server.url, name="demo-http-fork") as session:
+            assert session.call_tool("echo", {"message": "a"}).content[0].text == "a"
+            requests_before = len(server.requests)
+
+            def child() -> dict[str, Any]:
+                return _attempt(
+                    "call_tool", lambda: session.call_tool("echo", {"message": "x"})
+                ) | (_attempt("close", session.close))
+
+            pid, results, release = _in_child(child)
+            got = _read_result(results)
+            os.close(release)
+            assert _reap(pid) == 0
+            assert got["call_tool"][0] == "ForkedError"
+            assert got["close"] == ["returned"]
+            assert len(server.requests) == requests_before  # the child sent nothing at all
+            assert len(server.sessions) == 1
+            for i in range(5):
+                assert session.call_tool("echo", {"message": str(i)}).content[0].text == str(i)
+            assert session.reinitializations == 0
+        assert server.sessions == {}  # the parent's close() sent its DELETE
+
+
 def _mp_target(session: mcpsync.Session, queue: Any) -> None:
     try:
         session.ping()
