@@ -1,12 +1,13 @@
-"""The restart policy: a session that brings its server up again when it dies.
+"""The restart policy at work: a session that brings its server up again when it dies.
 
-Owns: ``RestartPolicy`` (``Session.connect(restart=True | RestartPolicy(...))`` and a Host
-entry's ``restart`` key), ``RestartEvent`` (one death and what followed), ``Restarter``
-(one per session with a policy: sees the death through ``Connection.on_closed`` or through
-a call that failed, brings the session up again on a named ``mcpsync-restart[name]``
-thread with the same target, capabilities and handlers, re-opens what was open, and gives
-up after ``max_attempts`` in a row, keeping every reason), and ``Restarts``, the Session
-mixin with ``restarts``, ``restart_history``, ``restart_policy`` and ``task(task_id)``.
+Owns: ``Restarter`` (one per session with a ``RestartPolicy``, see ``_restart_policy``:
+sees the death through ``Connection.on_closed`` or through a call that failed, brings the
+session up again on a named ``mcpsync-restart[name]`` thread with the same target,
+capabilities and handlers, re-opens what was open, and gives up after ``max_attempts`` in a
+row, keeping every reason; in a child of ``os.fork()``, brings up the child's own
+connection), ``attach`` (what ``Session.connect`` calls), and ``Restarts``, the Session
+mixin with ``restarts``, ``restart_history``, ``restart_policy``, ``restart_failure`` and
+``task(task_id)``. ``RestartPolicy`` and ``RestartEvent`` are re-exported from here.
 
 What is re-opened: resource subscriptions, list-changed interest (the modern era's
 ``subscriptions/listen`` stream), the log level; the tool cache is forgotten. Calls in flight
@@ -19,15 +20,17 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import threading
 import time
 import weakref
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from . import _bringup, _typed
+from . import _bringup, _lifecycle, _typed
+from ._forksafe import own_session
 from ._guard import Guard
+from ._restart_policy import RestartEvent, RestartPolicy, words
 from .connection import CLOSE_TIMEOUT, DEFAULT, Connection, Default, join_until
 from .errors import (
     CapabilityError,
@@ -52,112 +55,19 @@ __all__ = ["RestartPolicy", "RestartEvent", "Restarter", "Restarts", "attach"]
 
 log = logging.getLogger("mcpsync")
 
-#: config keys of a Host entry's ``restart`` object -> RestartPolicy fields
-_CONFIG_KEYS = {
-    "maxAttempts": "max_attempts",
-    "backoff": "backoff",
-    "maxBackoff": "max_backoff",
-    "factor": "factor",
-    "resetAfter": "reset_after",
-    "retryReads": "retry_reads",
-}
-
-
-@dataclass(frozen=True)
-class RestartPolicy:
-    """When and how often a dead server is brought up again.
-
-    ``max_attempts`` bring-ups in a row (a server that dies within ``reset_after`` seconds
-    of coming back counts on) before the session gives up and stays closed with
-    ``RestartLimitReached``; before attempt n it waits ``backoff * factor**(n-1)`` seconds,
-    at most ``max_backoff`` (the wait ends at once when the session is closed).
-    ``retry_reads``: re-send reads (lists, ``resources/read``, ``prompts/get``, ping) that
-    were in flight, after the restart; a ``tools/call`` is never re-sent. ``on_restart``:
-    called with the ``RestartEvent`` once each restart succeeded or was given up, on the
-    restart thread. ``make_transport``: for a ``Transport`` target, how to make the next one.
-    """
-
-    max_attempts: int = 5
-    backoff: float = 0.5
-    max_backoff: float = 30.0
-    factor: float = 2.0
-    reset_after: float = 60.0
-    retry_reads: bool = False
-    on_restart: Callable[[RestartEvent], None] | None = field(default=None, compare=False)
-    make_transport: Callable[[], Transport] | None = field(default=None, compare=False)
-
-    def __post_init__(self) -> None:
-        if isinstance(self.max_attempts, bool) or not isinstance(self.max_attempts, int):
-            raise ConfigError(f"max_attempts must be an integer, not {self.max_attempts!r}")
-        if self.max_attempts < 1:
-            raise ConfigError("max_attempts must be at least 1")
-        for key in ("backoff", "max_backoff", "reset_after"):
-            value = getattr(self, key)
-            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-                raise ConfigError(f"{key} must be a number of seconds >= 0, not {value!r}")
-        if (
-            isinstance(self.factor, bool)
-            or not isinstance(self.factor, int | float)
-            or self.factor < 1
-        ):
-            raise ConfigError(f"factor must be a number >= 1, not {self.factor!r}")
-
-    def delay(self, attempt: int) -> float:
-        """Seconds to wait before bring-up attempt ``attempt`` (1-based) of a run."""
-        return float(min(self.backoff * self.factor ** max(attempt - 1, 0), self.max_backoff))
-
-    @classmethod
-    def of(cls, value: Any, *, where: str = "restart") -> RestartPolicy | None:
-        """A policy from ``restart=``: None/False (off), True (defaults), a policy, or a
-        config mapping (``maxAttempts``, ``backoff``, ``maxBackoff``, ``factor``,
-        ``resetAfter``, ``retryReads``; the snake_case names too)."""
-        if value is None or value is False:
-            return None
-        if value is True:
-            return cls()
-        if isinstance(value, RestartPolicy):
-            return value
-        if isinstance(value, Mapping):
-            fields = set(_CONFIG_KEYS.values())
-            kwargs: dict[str, Any] = {}
-            for key, item in value.items():
-                name = _CONFIG_KEYS.get(key, key)
-                if name not in fields:
-                    known = ", ".join(_CONFIG_KEYS)
-                    raise ConfigError(f"{where}: unknown key {key!r} (known: {known})")
-                kwargs[name] = item
-            return cls(**kwargs)
-        raise ConfigError(f"{where} must be true, false or a RestartPolicy, not {value!r}")
-
-
-@dataclass
-class RestartEvent:
-    """One death of the server and what followed."""
-
-    #: what ended the session (``ServerExited``, ``ConnectError``, ``SessionExpired`` ...)
-    reason: BaseException
-    #: ``time.time()`` of the death
-    at: float
-    #: 1 for the session's first death, 2 for the next ...
-    number: int
-    #: the errors of the bring-up attempts that failed, in order
-    failures: list[BaseException] = field(default_factory=list)
-    #: True: the session is back; False: given up (or closed meanwhile); None: under way
-    ok: bool | None = None
-    #: seconds from the death until the session was back (or given up)
-    seconds: float = 0.0
-    #: what was opened again ("subscription <uri>", "log level debug", "listen ...")
-    reopened: list[str] = field(default_factory=list)
-    #: what could not be opened again, in words
-    problems: list[str] = field(default_factory=list)
-
-
-def _words(error: BaseException) -> str:
-    first = str(error).splitlines()[0] if str(error) else ""
-    return f"{type(error).__name__}: {first}" if first else type(error).__name__
-
-
 _READY, _RESTARTING, _FAILED, _STOPPED = "ready", "restarting", "failed", "stopped"
+
+#: serialises the bring-up of forked sessions in a child (made afresh in every child)
+_CHILD_LOCK = threading.Lock()
+
+
+def _fresh_child_lock() -> None:
+    global _CHILD_LOCK
+    _CHILD_LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_fresh_child_lock)
 
 
 class Restarter:
@@ -238,7 +148,7 @@ class Restarter:
         self.trigger(conn, reason)
         return ServerRestarted(
             f"{method} to {self._name!r} was in flight when the server stopped "
-            f"({_words(reason)}); the restart policy brings it up again and the call "
+            f"({words(reason)}); the restart policy brings it up again and the call "
             "was not re-sent",
             reason=reason,
             method=method,
@@ -304,7 +214,7 @@ class Restarter:
         started = time.monotonic()
         event = RestartEvent(reason=reason, at=time.time(), number=len(self.history) + 1)
         self.history.append(event)
-        log.warning("mcpsync: %s stopped (%s); restarting it", self._name, _words(reason))
+        log.warning("mcpsync: %s stopped (%s); restarting it", self._name, words(reason))
         try:
             old = self.guard.inner
             old.stop()
@@ -326,7 +236,7 @@ class Restarter:
                         break
                     event.failures.append(exc)
                     self._run_reasons.append(exc)
-                    log.warning("mcpsync: restart of %s failed: %s", self._name, _words(exc))
+                    log.warning("mcpsync: restart of %s failed: %s", self._name, words(exc))
                     continue
                 if self._finish(event, conn, started):
                     return
@@ -414,7 +324,7 @@ class Restarter:
 
     def _give_up(self, event: RestartEvent, started: float) -> None:
         reasons = list(self._run_reasons)
-        lines = "\n".join(f"  {n}. {_words(r)}" for n, r in enumerate(reasons, 1))
+        lines = "\n".join(f"  {n}. {words(r)}" for n, r in enumerate(reasons, 1))
         failure = RestartLimitReached(
             f"{self._name!r}: the restart policy gave up after {self._streak} bring-up attempts "
             f"in a row (max_attempts={self.policy.max_attempts}); the session stays closed. "
@@ -445,6 +355,43 @@ class Restarter:
         except Exception:
             log.exception("mcpsync: on_restart callback for %s failed", self._name)
 
+    # -- a forked child -----------------------------------------------------------------
+
+    def in_child(self) -> None:
+        """The session is used in a child of ``os.fork()``: bring up this process's own
+        connection (a new server process for stdio; the parent's is never touched: its
+        copies were abandoned at the fork) and re-open what was open."""
+        session = self._session
+        with _CHILD_LOCK:
+            if not _lifecycle.forked(session):
+                return  # another thread of this child did it
+            # the parent's threads are not here: fresh primitives, nothing under way
+            self._lock = threading.Lock()
+            self._ready, self._stop = threading.Event(), threading.Event()
+            self._ready.set()
+            self._threads, self._later, self._starting = set(), [], None
+            self._retired = weakref.WeakKeyDictionary()
+            self._state, self._failure = _READY, None
+            started = time.monotonic()
+            reason = _lifecycle.error(session)
+            event = RestartEvent(reason=reason, at=time.time(), number=len(self.history) + 1)
+            self.history = [*self.history, event]
+            self.count = 0  # this process's count
+            conn = self._bring_up()
+            era = session._era
+            era.on_expired(self._expired)
+            self.guard.install(era, conn)
+            session._era = self.guard
+            own_session(session)  # this process's from now on
+            self._reopen(era, event)
+            self.count, self._up_since = 1, time.monotonic()
+            event.ok, event.seconds = True, time.monotonic() - started
+        log.info(
+            "mcpsync: %s used after os.fork(): brought up in process %d", self._name, os.getpid()
+        )
+        self._announce(event)
+        self.watch(conn)
+
     # -- re-opening ---------------------------------------------------------------------
 
     def _reopen(self, era: Era, event: RestartEvent) -> None:
@@ -461,7 +408,7 @@ class Restarter:
                 session._require("resources/subscribe")
                 era.subscribe(uri, timeout)
             except MCPSyncError as exc:
-                event.problems.append(f"subscription {uri}: {_words(exc)}")
+                event.problems.append(f"subscription {uri}: {words(exc)}")
                 log.warning("mcpsync: %s: subscription %s not re-opened: %s", self._name, uri, exc)
             else:
                 event.reopened.append(f"subscription {uri}")
@@ -469,7 +416,7 @@ class Restarter:
             try:
                 era.set_log_level(self.level)
             except MCPSyncError as exc:
-                event.problems.append(f"log level {self.level}: {_words(exc)}")
+                event.problems.append(f"log level {self.level}: {words(exc)}")
             else:
                 event.reopened.append(f"log level {self.level}")
 
@@ -560,6 +507,13 @@ class Restarts:
     def restart_failure(self) -> BaseException | None:
         """The ``RestartLimitReached`` the policy gave up with (None: it did not)."""
         return self._restart.failure if self._restart is not None else None
+
+    def _in_child(self) -> None:
+        """Used in a child of ``os.fork()``: ``ForkedError``, or with a restart policy, this
+        process's own connection (brought up once, by the first call)."""
+        if self._restart is None:
+            raise _lifecycle.error(self)
+        self._restart.in_child()
 
     def task(self, task_id: str, *, timeout: float | None | Default = DEFAULT) -> ModernFuture:
         """Pick up the task ``task_id`` (tasks extension, 2026-07-28 era) made by this

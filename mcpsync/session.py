@@ -31,7 +31,6 @@ from . import _bringup, _offer, _tls, _typed
 from ._bringup import BringUp
 from ._catalog import Catalog
 from ._forksafe import own_session, release_session
-from ._lifecycle import check as _check_fork
 from ._lifecycle import forked as _forked
 from ._restart import Restarter, RestartPolicy, Restarts
 from ._restart import attach as _restart_attach
@@ -283,7 +282,8 @@ class Session(BringUp, Catalog, Skills, Restarts):
     # -- raw requests ------------------------------------------------------------------
 
     def _require(self, method: str) -> None:
-        _check_fork(self)  # ForkedError in a child of os.fork()
+        if _forked(self):  # a child of os.fork(): ForkedError, or the restart policy's own
+            self._in_child()  # connection, brought up here once
         if method in self._allowed or not self.strict or self._handshake is None:
             return  # checked already against this agreement, or lax
         _pages.require(self._handshake.capabilities, method, self.name)

@@ -170,11 +170,12 @@ def connect(fakes: Fakes, **policy: Any) -> mcpsync.Session:
     )  # fmt: skip
 
 
-def blocked_handler(entered: threading.Event, release: threading.Event, result: Any) -> Any:
+def never_answers(entered: threading.Event, release: threading.Event) -> Any:
+    """A handler that takes the request and never answers (the server dies first)."""
+
     def handle(message: dict[str, Any]) -> Any:
         entered.set()
-        release.wait(WAIT)
-        return result
+        release.wait(WAIT)  # set by the test at its end
 
     return handle
 
@@ -227,24 +228,25 @@ def _outcome(fn: Any, *args: Any) -> Any:
 
 
 def test_a_tool_call_is_never_resent_even_with_retry_reads(no_leaks):
-    entered = threading.Event()
+    entered, release = threading.Event(), threading.Event()
     result = {"content": [{"type": "text", "text": "ran"}]}
     fakes = Fakes()
     fakes.handlers_of = lambda n: {
-        "tools/call": blocked_handler(entered, threading.Event(), result)
-        if n == 1
-        else (lambda m: result)
+        "tools/call": never_answers(entered, release) if n == 1 else (lambda m: result)
     }
     seen = Restarts()
-    with connect(fakes, retry_reads=True, on_restart=seen) as s:
-        outcome: queue.Queue[Any] = queue.Queue()
-        threading.Thread(target=lambda: outcome.put(_outcome(s.call_tool, "t"))).start()
-        assert entered.wait(WAIT)
-        fakes.crash(0)
-        assert isinstance(outcome.get(timeout=WAIT), ServerRestarted)
-        seen.wait()
-        assert "tools/call" not in fakes.methods(1)
-        assert s.call_tool("t").content[0].text == "ran"  # a new call goes to the new server
+    try:
+        with connect(fakes, retry_reads=True, on_restart=seen) as s:
+            outcome: queue.Queue[Any] = queue.Queue()
+            threading.Thread(target=lambda: outcome.put(_outcome(s.call_tool, "t"))).start()
+            assert entered.wait(WAIT)
+            fakes.crash(0)
+            assert isinstance(outcome.get(timeout=WAIT), ServerRestarted)
+            seen.wait()
+            assert "tools/call" not in fakes.methods(1)
+            assert s.call_tool("t").content[0].text == "ran"  # a new call: the new server
+    finally:
+        release.set()
 
 
 def test_a_call_made_while_restarting_waits_and_goes_to_the_new_server(no_leaks):

@@ -1,0 +1,65 @@
+"""The restart policy in a child of ``os.fork()``: a session used there brings up its own
+connection (its own server process) instead of raising ``ForkedError``; the parent's
+session and server are never touched. Without the policy the child gets ``ForkedError``
+(``tests/test_fork.py`` covers that side)."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import psutil
+import pytest
+from servers.launch import demo_argv
+from test_fork import _in_child, _read_result, _reap
+
+import mcpsync
+from mcpsync import RestartPolicy
+from mcpsync.errors import ForkedError
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+
+
+def test_a_forked_child_brings_up_its_own_connection(no_leaks):
+    updated = threading.Event()
+    with mcpsync.Session.connect(demo_argv(), restart=RestartPolicy(backoff=0), timeout=10) as s:
+        s.subscribe_resource("demo://readme", lambda uri: updated.set())
+        parent_server = s.transport.process.pid  # type: ignore[attr-defined]
+
+        def child() -> dict:
+            text = s.call_tool("echo", {"message": "from the child"}).content[0].text
+            touched = s.call_tool("touch_resource", {"uri": "demo://readme"}).content[0].text
+            own = s.transport.process.pid  # type: ignore[attr-defined]
+            event = s.restart_history[-1]
+            out = {
+                "text": text,
+                "touched": touched,
+                "server": own,
+                "parent_of_server": psutil.Process(own).ppid(),
+                "restarts": s.restarts,
+                "reason": type(event.reason).__name__,
+                "reopened": event.reopened,
+                "updated": updated.wait(10),
+            }
+            s.close()
+            out["closed"] = s.closed
+            out["server_gone"] = not psutil.pid_exists(own) or (
+                psutil.Process(own).status() == psutil.STATUS_ZOMBIE
+            )
+            return out
+
+        pid, results, release = _in_child(child)
+        result = _read_result(results)
+        os.close(release)
+        assert _reap(pid) == 0
+        assert result["text"] == "from the child"
+        assert result["server"] != parent_server and result["parent_of_server"] == pid
+        assert result["restarts"] == 1 and result["reason"] == ForkedError.__name__
+        assert result["reopened"] == ["subscription demo://readme"]
+        assert "notified 1 subscriber" in result["touched"] and result["updated"]
+        assert result["closed"] and result["server_gone"]
+        # the parent's session and server never noticed
+        assert s.transport.process.pid == parent_server  # type: ignore[attr-defined]
+        assert psutil.Process(parent_server).is_running()
+        assert s.call_tool("echo", {"message": "parent"}).content[0].text == "parent"
+        assert s.restarts == 0 and s.restart_history == [] and not updated.is_set()
