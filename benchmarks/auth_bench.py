@@ -9,7 +9,10 @@ same hand-written HTTP/1.1 keep-alive loop) that answers two paths:
 - ``POST /mcp``: a ``Bearer`` token the in-process
   :class:`~mcpsync.demo_auth.DemoAuthorizationServer` issued (``client_credentials``,
   client ``bench``), else ``401`` with ``WWW-Authenticate: Bearer resource_metadata=...``;
-  plus the RFC 9728 / RFC 8414 metadata documents and ``/token``.
+  plus the RFC 9728 / RFC 8414 metadata documents and ``/token``. A ``DPoP Authorization``
+  is taken as well, and a token request with a ``DPoP`` proof gets ``token_type`` ``DPoP``;
+  the peer does not verify proofs (that would be the server's cost): the DPoP row measures
+  what the client pays, a fresh ES256 proof per request.
 
 The client side connects ``mcpsync.Session`` to each path (auth:
 ``OAuth.client_credentials("bench", ...)``: discovery + token inside the first POST), warms
@@ -82,8 +85,8 @@ class _AuthHandler(socketserver.StreamRequestHandler):
         srv = self.server
         if path in ("/mcp", "/open/mcp") and method == "POST":
             if path == "/mcp":
-                auth = headers.get("authorization", "")
-                token = auth[7:] if auth[:7].lower() == "bearer " else ""
+                scheme, _, token = headers.get("authorization", "").partition(" ")
+                token = token if scheme.lower() in ("bearer", "dpop") else ""
                 if not token or not srv.auth.check(token, srv.base + "/mcp"):
                     challenge = (
                         f'WWW-Authenticate: Bearer resource_metadata="{srv.base}'
@@ -98,6 +101,8 @@ class _AuthHandler(socketserver.StreamRequestHandler):
             self._json(sock, 200, doc)
             return
         status, extra, payload = srv.auth.handle(method, path, "", headers, body)
+        if path == "/token" and status == 200 and "dpop" in headers:
+            payload = json.dumps({**json.loads(payload), "token_type": "DPoP"}).encode()
         head = "".join(f"{k}: {v}\r\n" for k, v in extra.items() if k.lower() != "content-type")
         http_server.MCPHandler._respond(sock, status, payload, close=False, extra=head.encode())
 
@@ -169,14 +174,15 @@ def _start() -> tuple[subprocess.Popen[str], str]:
     return proc, found[0]
 
 
-def _rate(session: Any, seconds: float) -> float:
-    count, started = 0, time.perf_counter()
+def _rate(session: Any, seconds: float) -> tuple[float, float]:
+    """(calls/s, client CPU seconds per call: this process, all threads; the peer is apart)."""
+    count, started, cpu = 0, time.perf_counter(), time.process_time()
     deadline = started + seconds
     while True:
         session.call_tool("echo", ECHO_ARGS)
         count += 1
         if count % 50 == 0 and time.perf_counter() >= deadline:
-            return count / (time.perf_counter() - started)
+            return count / (time.perf_counter() - started), (time.process_time() - cpu) / count
 
 
 def measure(rounds: int = 3, seconds: float = 1.0, warmup: int = 300) -> dict[str, Any]:
@@ -190,6 +196,7 @@ def measure(rounds: int = 3, seconds: float = 1.0, warmup: int = 300) -> dict[st
     try:
         auth = OAuth.client_credentials(CLIENT_ID, CLIENT_SECRET)
         slow_auth = OAuth.client_credentials(CLIENT_ID, CLIENT_SECRET)
+        dpop_auth = OAuth.client_credentials(CLIENT_ID, CLIENT_SECRET, dpop=True)
         # the same OAuth through requests (a caller's own requests.Session: no fast pool),
         # which is the path every auth= object took before the RequestAuth interface
         with (
@@ -199,17 +206,22 @@ def measure(rounds: int = 3, seconds: float = 1.0, warmup: int = 300) -> dict[st
             mcpsync.Session.connect(
                 f"{base}/mcp", auth=slow_auth, http_session=http, name="auth-requests"
             ) as slow,
+            mcpsync.Session.connect(f"{base}/mcp", auth=dpop_auth, name="dpop") as dpop,
         ):
-            sessions = {"oauth": authed, "none": plain, "oauth_requests": slow}
+            sessions = {"oauth": authed, "none": plain, "oauth_requests": slow, "dpop": dpop}
             for s in sessions.values():
                 for _ in range(warmup):
                     s.call_tool("echo", ECHO_ARGS)
             rates: dict[str, list[float]] = {name: [] for name in sessions}
+            cpus: dict[str, list[float]] = {name: [] for name in sessions}
             for index in range(rounds):
                 order = list(sessions.items())
-                for name, s in order[index % 3 :] + order[: index % 3]:
-                    rates[name].append(_rate(s, seconds))
-            assert auth.authorized and slow_auth.authorized
+                for name, s in order[index % 4 :] + order[: index % 4]:
+                    rate, cpu = _rate(s, seconds)
+                    rates[name].append(rate)
+                    cpus[name].append(cpu)
+            assert auth.authorized and slow_auth.authorized and dpop_auth.authorized
+            assert dpop_auth._token is not None and dpop_auth._token.token_type == "DPoP"
     finally:
         assert proc.stdin is not None
         proc.stdin.close()
@@ -219,30 +231,44 @@ def measure(rounds: int = 3, seconds: float = 1.0, warmup: int = 300) -> dict[st
             proc.kill()
             proc.wait(5)
     best = {name: max(values) for name, values in rates.items()}
+    cpu = {name: min(values) for name, values in cpus.items()}
     return {
         "rates": rates,
+        "cpu_per_call": cpu,
         "best": best,
         "ratio": best["oauth"] / best["none"],
         "ratio_requests": best["oauth_requests"] / best["none"],
+        "ratio_dpop": best["dpop"] / best["none"],
     }
 
 
 def render(result: dict[str, Any]) -> str:
-    best, ratio = result["best"], result["ratio"]
+    best, ratio, cpu = result["best"], result["ratio"], result["cpu_per_call"]
     verdict = "ok" if ratio >= TARGET[1] else "MISS"
-    return (
-        "auth: sequential call_tool echo, benchmarks/auth_bench.py peer (stdlib, stateless JSON)\n"
-        f"  no auth                      {best['none']:9.0f} calls/s\n"
-        f"  OAuth.client_credentials     {best['oauth']:9.0f} calls/s\n"
-        f"  OAuth through requests       {best['oauth_requests']:9.0f} calls/s"
-        f"  ({result['ratio_requests']:.2f}x: the path before RequestAuth)\n"
-        f"  OAuth / no auth              {ratio:9.2f}x   target: >= {TARGET[1]}x  {verdict}\n"
-        "  rounds: "
-        + ", ".join(
-            f"{a / b:.2f}x"
-            for a, b in zip(result["rates"]["oauth"], result["rates"]["none"], strict=True)
-        )
+    rows = (
+        ("no auth", "none", ""),
+        ("OAuth.client_credentials", "oauth", ""),
+        ("OAuth through requests", "oauth_requests", "  (the path before RequestAuth)"),
+        ("OAuth, DPoP-bound token", "dpop", "  (a fresh ES256 proof per call)"),
     )
+    lines = [
+        "auth: sequential call_tool echo, benchmarks/auth_bench.py peer (stdlib, stateless JSON)",
+        f"  {'':28s} {'calls/s':>9s} {'x none':>7s} {'client CPU/call':>16s} {'x none':>7s}",
+    ]
+    for label, key, note in rows:
+        lines.append(
+            f"  {label:28s} {best[key]:9.0f} {best[key] / best['none']:6.2f}x "
+            f"{cpu[key] * 1e6:13.0f} us {cpu[key] / cpu['none']:6.2f}x{note}"
+        )
+    rounds = ", ".join(
+        f"{a / b:.2f}x"
+        for a, b in zip(result["rates"]["oauth"], result["rates"]["none"], strict=True)
+    )
+    lines.append(
+        f"  OAuth / no auth (calls/s)    {ratio:9.2f}x   target: >= {TARGET[1]}x  {verdict}"
+        f"   (round by round: {rounds})"
+    )
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -84,6 +84,8 @@ def test_proof_claims_header_and_signature():
     )
     assert error is None and jkt == key.thumbprint
     assert "ath" not in _claims(key.proof("GET", "http://h/"))
+    odd = 'n"1\\2 \u00e9'  # a nonce needing JSON escapes survives as is
+    assert _claims(key.proof("GET", 'http://h/a"b', nonce=odd))["nonce"] == odd
     assert normalise_htu("http://H:8080") == "http://h:8080/"
 
 

@@ -20,6 +20,7 @@ No key material appears in ``repr``, logs or exception text.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import json
 import secrets
@@ -113,6 +114,17 @@ def normalise_htu(url: str) -> str:
     port = p.port
     netloc = host if port is None or port == _DEFAULT_PORTS.get(scheme) else f"{host}:{port}"
     return urlunsplit((scheme, netloc, p.path or "/", "", ""))
+
+
+@functools.lru_cache(maxsize=256)
+def _htu_json(url: str) -> str:
+    """``"htu"`` as a JSON string for a request URL (cached: the hot path asks per call)."""
+    return json.dumps(normalise_htu(url))
+
+
+@functools.lru_cache(maxsize=16)
+def _htm_json(method: str) -> str:
+    return json.dumps(method.upper())
 
 
 def access_token_hash(access_token: str) -> str:
@@ -243,21 +255,21 @@ class DPoPKey:
         htu: str | None = None,
     ) -> str:
         """A fresh proof JWT for one request (a new ``jti`` every call: never reuse one)."""
-        claims: dict[str, Any] = {
-            "jti": secrets.token_urlsafe(18),
-            "htm": method.upper(),
-            "htu": htu if htu is not None else normalise_htu(url),
-            "iat": int(time.time()),
-        }
+        # the claims as compact JSON, from cached pieces (jti and ath are base64url: no escaping)
+        htu_json = json.dumps(htu) if htu is not None else _htu_json(url)
+        payload = (
+            f'{{"jti":"{secrets.token_urlsafe(18)}","htm":{_htm_json(method)},'
+            f'"htu":{htu_json},"iat":{int(time.time())}'
+        )
         if access_token is not None:
             cached = self._ath
             if cached is None or cached[0] != access_token:
                 cached = (access_token, access_token_hash(access_token))
                 self._ath = cached
-            claims["ath"] = cached[1]
+            payload += f',"ath":"{cached[1]}"'
         if nonce is not None:
-            claims["nonce"] = nonce
-        signing_input = f"{self._header}.{_b64(json.dumps(claims, separators=(',', ':')).encode())}"
+            payload += f',"nonce":{json.dumps(nonce)}'
+        signing_input = f"{self._header}.{_b64((payload + '}').encode())}"
         return f"{signing_input}.{_b64(self._sign(signing_input.encode('ascii')))}"
 
     def _sign(self, data: bytes) -> bytes:
@@ -281,7 +293,7 @@ class NonceCache:
     def _key(url: str) -> str:
         # per endpoint (htu), not per origin: an AS and an MCP server may share an origin
         try:
-            return normalise_htu(url)
+            return _htu_json(url)
         except ValueError:
             return url
 
