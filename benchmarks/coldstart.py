@@ -7,7 +7,9 @@ load change hits every row alike):
 
 * ``mcpsync``: ``import mcpsync`` + ``Session.connect([python, -m, mcpsync.demo_server])``
   + the first ``call_tool("echo")`` result (a validated ``mcp_types.CallToolResult``), with
-  the ``import mcpsync`` and ``connect`` parts of the same processes.
+  the ``import mcpsync`` and ``connect`` parts of the same processes, and the client
+  process's CPU time (all threads, interpreter start-up included): it moves much less with
+  the machine's load than the wall times do.
 * ``mcpsync, eager mcp_types``: the same, but ``import mcp_types`` plainly right after
   ``import mcpsync`` (every model built at import, nothing overlapped: how it was before
   the lazy builds and the background import).
@@ -44,7 +46,7 @@ s = mcpsync.Session.connect({argv!r})
 t2 = time.perf_counter()
 assert s.call_tool("echo", {{"message": "hello"}}).content[0].text == "hello"
 t3 = time.perf_counter()
-print(t3 - t0, t1 - t0, t2 - t1, flush=True)
+print(t3 - t0, t1 - t0, t2 - t1, time.process_time(), flush=True)
 s.close()
 """
 
@@ -100,23 +102,24 @@ def measure(reps: int, argv: list[str]) -> dict[str, dict[str, float] | str]:
             continue
         columns = list(zip(*samples[label], strict=True))
         row = {"total_ms": 1000 * statistics.median(columns[0])}
-        if len(columns) == 3:
+        if len(columns) == 4:
             row["import_ms"] = 1000 * statistics.median(columns[1])
             row["connect_ms"] = 1000 * statistics.median(columns[2])
+            row["cpu_ms"] = 1000 * statistics.median(columns[3])
         out[label] = row
     return out
 
 
 def render(results: dict[str, dict[str, float] | str], reps: int) -> str:
     lines = [f"cold start, median of {reps} fresh processes (load: {bench._uptime()})", ""]
-    lines.append(f"{'row':44} {'total ms':>9} {'import':>8} {'connect':>8}")
+    lines.append(f"{'row':44} {'total ms':>9} {'import':>8} {'connect':>8} {'CPU ms':>8}")
     for label, row in results.items():
         if isinstance(row, str):
             lines.append(f"{label:44} {row}")
             continue
         parts = [f"{row['total_ms']:9.0f}"]
         if "import_ms" in row:
-            parts += [f"{row['import_ms']:8.0f}", f"{row['connect_ms']:8.0f}"]
+            parts += [f"{row[k]:8.0f}" for k in ("import_ms", "connect_ms", "cpu_ms")]
         lines.append(f"{label:44} " + " ".join(parts))
     ours = results.get("mcpsync")
     if isinstance(ours, dict):
