@@ -1,17 +1,25 @@
-"""MCP Apps in a real browser: Debian's chromium (headless, chromedriver) drives JupyterLab.
+"""MCP Apps in a real browser: Debian's chromium (headless, chromedriver) drives JupyterLab
+and Notebook 7 (the same widget in both).
 
-A JupyterLab server on 127.0.0.1 (token, temporary root, runtime and config dirs, no
-network) opens a notebook that connects to the real npm server
-``@modelcontextprotocol/server-basic-vanillajs`` (through ``recording_proxy.py``, which
-records every line to and from it) with ``extensions=mcpsync.apps.EXTENSION`` and calls
-``get-time``; the cell shows the app (``mcpsync.apps.AppView``). The test then looks inside
-the app's iframe: the server time from the kernel's call is shown; a click on "Get Server
-Time" makes the app call ``get-time`` through the bridge; the server receives that second
-``tools/call`` and the time it answered appears in the app. A screenshot is saved
-(``MCPSYNC_APPS_SCREENSHOTS`` names the folder; default: the test's temporary folder).
+A Jupyter server on 127.0.0.1 (token, temporary root, runtime and config dirs, no network)
+opens a notebook of three cells, each connecting with ``extensions=mcpsync.apps.EXTENSION``
+and showing a tool's app (``mcpsync.apps.call``):
 
-Every wait is bounded (WebDriverWait, HTTP polls with deadlines); the server, its kernel and
-the npm server are stopped by pid at the end.
+1. the real npm ``@modelcontextprotocol/server-basic-vanillajs`` (through
+   ``recording_proxy.py``, which records every line to and from it): the server time from
+   the kernel's call is shown inside the app's iframe; a click on "Get Server Time" makes
+   the app call ``get-time`` through the bridge; the server receives that second
+   ``tools/call`` and the time it answered appears in the app;
+2. a hostile probe app (``probe_app_server.py``): reading the notebook page or its cookies,
+   reaching a local port by ``fetch`` or an image all fail, an unknown method, a call to
+   the model-only tool and a 2 MB message are refused (the tool call never reaches the
+   server), a legitimate call is answered; a theme switch reaches it; navigating its frame
+   away stops the relay;
+3. the real npm ``server-budget-allocator`` (chart.js inline) renders its chart.
+
+Screenshots are saved (``MCPSYNC_APPS_SCREENSHOTS`` names the folder; default: the test's
+temporary folder). Every wait is bounded (WebDriverWait, HTTP polls with deadlines); the
+server, its kernel and the MCP servers are stopped by pid at the end.
 """
 
 from __future__ import annotations
@@ -150,8 +158,16 @@ def _answer_to(log: Path, rid: Any) -> dict[str, Any] | None:
     return None
 
 
-@pytest.fixture
-def jupyterlab(tmp_path: Path):
+FRONTENDS = {  # module to run, its app's config class, the notebook's URL path
+    "jupyterlab": ("jupyterlab", "LabApp", "lab/tree/apps.ipynb"),
+    "notebook7": ("notebook", "JupyterNotebookApp", "notebooks/apps.ipynb"),
+}
+
+
+@pytest.fixture(params=sorted(FRONTENDS))
+def jupyterlab(request: pytest.FixtureRequest, tmp_path: Path):
+    module, app, path = FRONTENDS[request.param]
+    pytest.importorskip(module)
     root = tmp_path / "root"
     root.mkdir()
     log, probe_log = tmp_path / "server.log", tmp_path / "probe.log"
@@ -171,13 +187,14 @@ def jupyterlab(tmp_path: Path):
         "IPYTHONDIR": str(tmp_path / "ipython"),
     }
     command = [
-        sys.executable, "-m", "jupyterlab", "--no-browser", f"--ServerApp.port={port}",
+        sys.executable, "-m", module, "--no-browser", f"--ServerApp.port={port}",
         "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={TOKEN}",
         f"--ServerApp.root_dir={root}", "--ServerApp.port_retries=0",
-        "--LabApp.expose_app_in_browser=True", "--LabApp.news_url=",
-        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-        "--LabApp.extension_manager=readonly",
+        f"--{app}.expose_app_in_browser=True",
     ]  # fmt: skip
+    if app == "LabApp":  # no news, no update check, no extension manager reaching out
+        command += ["--LabApp.news_url=", "--LabApp.extension_manager=readonly",
+                    "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]  # fmt: skip
     if os.geteuid() == 0:  # CI containers and this machine run as root
         command.append("--allow-root")
     server_log = open(tmp_path / "jupyter.log", "wb")  # noqa: SIM115 - closed below
@@ -192,7 +209,7 @@ def jupyterlab(tmp_path: Path):
     base = f"http://127.0.0.1:{port}"
     try:
         _wait_http(f"{base}/api/status?token={TOKEN}", time.monotonic() + 90)
-        yield base, log, probe_log, listener
+        yield f"{base}/{path}?token={TOKEN}", log, probe_log, listener
     finally:
         listener.close()
         descendants = (
@@ -226,11 +243,13 @@ def browser(tmp_path: Path):
         driver.quit()
 
 
-def test_an_app_renders_in_jupyterlab_and_its_tool_call_round_trips(jupyterlab, browser, tmp_path):
-    base, log, probe_log, listener = jupyterlab
-    shot_dir = Path(os.environ.get("MCPSYNC_APPS_SCREENSHOTS", str(tmp_path)))
+def test_apps_render_and_their_tool_calls_round_trip(jupyterlab, browser, tmp_path, request):
+    url, log, probe_log, listener = jupyterlab
+    shot_dir = (
+        Path(os.environ.get("MCPSYNC_APPS_SCREENSHOTS", str(tmp_path))) / request.node.callspec.id
+    )
     shot_dir.mkdir(parents=True, exist_ok=True)
-    browser.get(f"{base}/lab/tree/apps.ipynb?token={TOKEN}")
+    browser.get(url)
     wait = WebDriverWait(browser, 120)
     wait.until(
         lambda d: d.execute_script("return !!(window.jupyterapp && window.jupyterapp.commands)")
@@ -328,7 +347,7 @@ def test_an_app_renders_in_jupyterlab_and_its_tool_call_round_trips(jupyterlab, 
     )
     browser.switch_to.default_content()
     browser.execute_script("arguments[0].scrollIntoView()", frame)
-    shot = shot_dir / "apps-in-jupyterlab.png"
+    shot = shot_dir / "apps-basic.png"
     browser.get_screenshot_as_file(str(shot))
     assert shot.stat().st_size > 10_000
     print(f"screenshot: {shot}")
