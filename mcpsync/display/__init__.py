@@ -19,12 +19,15 @@ is the HTML string. HTML output escapes everything the server sent.
 The package: ``rows`` (tools, resources, prompts, status as rows; text tables),
 ``content`` (result and content parts as text), ``render`` (:class:`Rendered`: HTML and
 Markdown for notebooks, the ``*_table``, ``result`` and ``error`` renderers),
-``progress`` (text and notebook progress bars). Every public name is importable from here.
+``progress`` (text and notebook progress bars), ``icons`` (server icons, checked: data
+images inline, https ones as links unless fetched on request). Every public name is
+importable from here.
 """
 
 from __future__ import annotations
 
 from .content import content_items, result_text
+from .icons import MAX_ICON_BYTES, Icon, best_icon, fetch_icon, icon_html, icon_text, safe_icons
 from .progress import ProgressBar, TextProgress, progress_bar
 from .render import (
     Rendered,
@@ -47,6 +50,13 @@ from .rows import (
 )
 
 __all__ = [
+    "Icon",
+    "MAX_ICON_BYTES",
+    "best_icon",
+    "fetch_icon",
+    "icon_html",
+    "icon_text",
+    "safe_icons",
     "Rendered",
     "schema_arguments",
     "tool_rows",

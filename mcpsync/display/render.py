@@ -1,5 +1,7 @@
 """Renderings for notebooks and terminals: :class:`Rendered` (HTML, Markdown, text), the
-``*_table`` functions, :func:`result` and :func:`error`. HTML escapes all server text.
+``*_table`` functions, :func:`result` and :func:`error`. HTML escapes all server text;
+an ``icon`` column shows checked ``data:`` icons inline and ``https:`` icons as links,
+fetched only with ``fetch_icons=True`` (``icons``).
 """
 
 from __future__ import annotations
@@ -11,9 +13,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .content import _is_error, _part_text, _visible_parts, content_items, result_text
+from .icons import fetch_icon, icon_html, safe_icons
 from .rows import (
     _get,
     format_table,
+    icon_source,
     prompt_rows,
     resource_rows,
     status_rows,
@@ -64,7 +68,10 @@ def _e(value: Any) -> str:
 
 
 def _html_table(
-    rows: Sequence[Mapping[str, str]], columns: Sequence[str] | None, caption: str
+    rows: Sequence[Mapping[str, str]],
+    columns: Sequence[str] | None,
+    caption: str,
+    icons: Sequence[str] | None = None,
 ) -> str:
     cap = f"<caption style='text-align:left;font-weight:bold'>{_e(caption)}</caption>"
     if not rows:
@@ -73,14 +80,15 @@ def _html_table(
     head = "".join(
         f"<th style='text-align:left;padding:2px 8px'>{_e(c.replace('_', ' '))}</th>" for c in cols
     )
+
+    def cell(i: int, r: Mapping[str, str], c: str) -> str:
+        inner = (
+            icons[i] if c == "icon" and icons is not None else _e(r.get(c, ""))
+        )  # icon_html escapes
+        return f"<td style='text-align:left;padding:2px 8px;vertical-align:top'>{inner}</td>"
+
     body = "".join(
-        "<tr>"
-        + "".join(
-            f"<td style='text-align:left;padding:2px 8px;vertical-align:top'>{_e(r.get(c, ''))}</td>"
-            for c in cols
-        )
-        + "</tr>"
-        for r in rows
+        "<tr>" + "".join(cell(i, r, c) for c in cols) + "</tr>" for i, r in enumerate(rows)
     )
     return f"<table class='mcpsync' style='{_STYLE}'>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
@@ -102,34 +110,51 @@ def _md_table(
 
 
 def _table(
-    rows: list[dict[str, str]], caption: str, columns: Sequence[str] | None = None
+    rows: list[dict[str, str]],
+    caption: str,
+    columns: Sequence[str] | None = None,
+    items: Sequence[Any] | None = None,
+    fetch_icons: bool = False,
 ) -> Rendered:
+    icons = None
+    if items is not None and rows and "icon" in rows[0]:
+        icons = []
+        for item in items:
+            found = safe_icons(icon_source(item))
+            if fetch_icons:  # the opt-in: https icons read (bounded) and shown inline
+                found = [fetch_icon(i) or i for i in found]
+            icons.append(icon_html(found))
     return Rendered(
-        _html_table(rows, columns, caption),
+        _html_table(rows, columns, caption, icons),
         f"{caption}\n{format_table(rows, columns)}",
         _md_table(rows, columns, caption),
     )
 
 
-def tools_table(tools: Iterable[Any]) -> Rendered:
-    """Tools (from a Session or a Host) as a table."""
-    rows = tool_rows(tools)
-    return _table(rows, f"Tools ({len(rows)})")
+def tools_table(tools: Iterable[Any], *, fetch_icons: bool = False) -> Rendered:
+    """Tools (from a Session or a Host) as a table. ``fetch_icons``: read https icons to
+    show them inline (off: they are links, and nothing is fetched)."""
+    items = list(tools)
+    rows = tool_rows(items)
+    return _table(rows, f"Tools ({len(rows)})", items=items, fetch_icons=fetch_icons)
 
 
-def resources_table(resources: Iterable[Any]) -> Rendered:
-    rows = resource_rows(resources)
-    return _table(rows, f"Resources ({len(rows)})")
+def resources_table(resources: Iterable[Any], *, fetch_icons: bool = False) -> Rendered:
+    items = list(resources)
+    rows = resource_rows(items)
+    return _table(rows, f"Resources ({len(rows)})", items=items, fetch_icons=fetch_icons)
 
 
-def templates_table(templates: Iterable[Any]) -> Rendered:
-    rows = template_rows(templates)
-    return _table(rows, f"Resource templates ({len(rows)})")
+def templates_table(templates: Iterable[Any], *, fetch_icons: bool = False) -> Rendered:
+    items = list(templates)
+    rows = template_rows(items)
+    return _table(rows, f"Resource templates ({len(rows)})", items=items, fetch_icons=fetch_icons)
 
 
-def prompts_table(prompts: Iterable[Any]) -> Rendered:
-    rows = prompt_rows(prompts)
-    return _table(rows, f"Prompts ({len(rows)})")
+def prompts_table(prompts: Iterable[Any], *, fetch_icons: bool = False) -> Rendered:
+    items = list(prompts)
+    rows = prompt_rows(items)
+    return _table(rows, f"Prompts ({len(rows)})", items=items, fetch_icons=fetch_icons)
 
 
 def status_table(statuses: Iterable[Any]) -> Rendered:

@@ -1,5 +1,6 @@
 """MCP listings as rows of strings (tools, resources, templates, prompts, host status) and
-rows as a plain-text table.
+rows as a plain-text table. Items that declare icons get an ``icon`` column (``icons``:
+checked data icons as ``png 16x16``, https ones as their link; never fetched).
 """
 
 from __future__ import annotations
@@ -7,7 +8,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from .icons import icon_text, safe_icons
+
 __all__ = [
+    "icon_source",
+    "with_icons",
     "schema_arguments",
     "tool_rows",
     "resource_rows",
@@ -49,8 +54,23 @@ def schema_arguments(schema: Mapping[str, Any] | None) -> str:
     return ", ".join(f"{name}*" if name in required else name for name in props)
 
 
+def icon_source(item: Any) -> Any:
+    """What carries an item's icons: the item, or the tool inside a HostTool."""
+    return _get(item, "tool", default=item) if _get(item, "server") is not None else item
+
+
+def with_icons(rows: list[dict[str, str]], items: Sequence[Any]) -> list[dict[str, str]]:
+    """``rows`` with an ``icon`` column when any of ``items`` declares a showable icon."""
+    cells = [icon_text(safe_icons(icon_source(item))) for item in items]
+    if any(cells):
+        for row, cell in zip(rows, cells, strict=True):
+            row["icon"] = cell
+    return rows
+
+
 def tool_rows(tools: Iterable[Any]) -> list[dict[str, str]]:
     """name, title, arguments, description for each tool (``mcp_types.Tool``, a dict, or a HostTool)."""
+    tools = list(tools)
     rows = []
     for t in tools:
         server = _get(t, "server")
@@ -71,34 +91,43 @@ def tool_rows(tools: Iterable[Any]) -> list[dict[str, str]]:
                 **{k: v for k, v in row.items() if k != "name"},
             }
         rows.append(row)
-    return rows
+    return with_icons(rows, tools)
 
 
 def resource_rows(resources: Iterable[Any]) -> list[dict[str, str]]:
-    return [
-        {
-            "uri": str(_get(r, "uri", default="")),
-            "name": str(_get(r, "name", default="")),
-            "mime_type": str(_get(r, "mime_type", "mimeType", default="")),
-            "description": _first_line(_get(r, "description")),
-        }
-        for r in resources
-    ]
+    resources = list(resources)
+    return with_icons(
+        [
+            {
+                "uri": str(_get(r, "uri", default="")),
+                "name": str(_get(r, "name", default="")),
+                "mime_type": str(_get(r, "mime_type", "mimeType", default="")),
+                "description": _first_line(_get(r, "description")),
+            }
+            for r in resources
+        ],
+        resources,
+    )
 
 
 def template_rows(templates: Iterable[Any]) -> list[dict[str, str]]:
-    return [
-        {
-            "uri_template": str(_get(r, "uri_template", "uriTemplate", default="")),
-            "name": str(_get(r, "name", default="")),
-            "mime_type": str(_get(r, "mime_type", "mimeType", default="")),
-            "description": _first_line(_get(r, "description")),
-        }
-        for r in templates
-    ]
+    templates = list(templates)
+    return with_icons(
+        [
+            {
+                "uri_template": str(_get(r, "uri_template", "uriTemplate", default="")),
+                "name": str(_get(r, "name", default="")),
+                "mime_type": str(_get(r, "mime_type", "mimeType", default="")),
+                "description": _first_line(_get(r, "description")),
+            }
+            for r in templates
+        ],
+        templates,
+    )
 
 
 def prompt_rows(prompts: Iterable[Any]) -> list[dict[str, str]]:
+    prompts = list(prompts)
     rows = []
     for p in prompts:
         args = []
@@ -112,7 +141,7 @@ def prompt_rows(prompts: Iterable[Any]) -> list[dict[str, str]]:
                 "description": _first_line(_get(p, "description")),
             }
         )
-    return rows
+    return with_icons(rows, prompts)
 
 
 def _error_line(err: BaseException | None, limit: int = 0) -> str:
