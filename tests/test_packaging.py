@@ -157,6 +157,8 @@ def test_the_wheel_ships_py_typed_and_the_console_script(built):
     _, wheel, _ = built
     names = wheel_names(wheel)
     assert "mcpsync/py.typed" in names
+    front_end = {"mcpsync/apps/app_view.js", "mcpsync/apps/app_view.css"}  # AppView
+    assert front_end <= names
     (entry_points,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
     with zipfile.ZipFile(wheel) as zf:
         text = zf.read(entry_points).decode()
