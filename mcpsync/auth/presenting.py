@@ -112,6 +112,11 @@ class _Presenting(RequestAuth):
         return f"{tok.token_type} {tok.access_token}" if tok else None
 
     # -- RequestAuth (the transports' fast path) ----------------------------------------
+    @property
+    def max_resends(self) -> int:
+        """Step-up authorizations, a refresh, and the nonce re-sends of one request."""
+        return 2 * self.max_auth_attempts + 2 + MAX_NONCE_RETRIES
+
     def request_headers(self, method: str, url: str, state: dict[str, Any]) -> Mapping[str, str]:
         return self._headers_for(method, url, renew=not state)
 
@@ -154,7 +159,7 @@ class _Presenting(RequestAuth):
 
     def _handle_challenge(self, r: requests.Response, **kwargs: Any) -> requests.Response:
         state: dict[str, Any] = {}
-        for _ in range(2 * self.max_auth_attempts + 2 + MAX_NONCE_RETRIES):  # re-send bound
+        for _ in range(self.max_resends):
             sent = r.request.headers
             if not self._answer(r.request.url or "", r.status_code, r.headers, sent, state):
                 return r

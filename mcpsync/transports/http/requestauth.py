@@ -5,7 +5,9 @@ that subclasses this interface (``mcpsync.auth.OAuth`` does) gives the headers f
 request itself, so requests go over the fast keep-alive pool instead of through
 ``requests``' hook machinery. Any other ``requests`` auth object (``AuthBase``) keeps
 going through ``requests`` as before. The check is nominal (``isinstance`` of this base
-class), never an attribute probe.
+class), never an attribute probe. When the fast pool does not apply (a proxy, a caller's
+``requests.Session``, cookies) the object is handed to ``requests``: so it should be a
+``requests.auth.AuthBase`` too, as ``OAuth`` is.
 
 The contract, per request of the transport:
 
@@ -14,8 +16,8 @@ The contract, per request of the transport:
    ``state`` is a dict the transport makes empty for each request and passes, the same
    one, to every call of both methods for that request and its re-sends.
 2. For every reply with status 401 or 403, or carrying a ``DPoP-Nonce`` header, the
-   transport calls ``answer(method, url, status, headers, sent, state)``. It may block (it runs the
-   authorization flow, bounded by the object's own timeouts) and raises an
+   transport calls ``answer(method, url, status, headers, sent, state)``. It may block
+   (it runs the authorization flow, bounded by the object's own timeouts) and raises an
    ``mcpsync.errors.MCPSyncError`` (an ``AuthError``) when it gives up. True means:
    discard this reply and send the same request once more, with new ``request_headers``.
    The transport re-sends at most ``max_resends`` times per request, then returns the
@@ -40,8 +42,10 @@ class ReplyHeaders(Protocol):
 class RequestAuth(abc.ABC):
     """Adds credentials to a request and answers the server's challenges (see module doc)."""
 
-    #: re-sends per request the transport allows (an authorization, then a nonce, ...)
-    max_resends: int = 4
+    @property
+    def max_resends(self) -> int:
+        """Re-sends per request the transport allows (an authorization, then a nonce, ...)."""
+        return 4
 
     @abc.abstractmethod
     def request_headers(self, method: str, url: str, state: dict[str, Any]) -> Mapping[str, str]:
