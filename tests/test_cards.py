@@ -308,3 +308,39 @@ def test_connect_through_the_catalog_reaches_the_server(site, no_leaks):
 
 def test_top_level_names():
     assert mcpsync.server_card is server_card and mcpsync.server_cards is server_cards
+
+
+def test_cli_inspect_card(site):
+    import io
+
+    from mcpsync.cli import main as cli_main
+
+    site.json(
+        "/mcp/server-card", TEMPLATED | {"title": "Weather", "icons": [{"src": "javascript:x"}]}
+    )
+    out, err = io.StringIO(), io.StringIO()
+    assert cli_main(["inspect", f"{site.origin}/mcp", "--card"], stdout=out, stderr=err) == 0, (
+        err.getvalue()
+    )
+    text = out.getvalue()
+    assert "com.example/weather  1.2.0  (Weather)" in text
+    assert "streamable-http  https://{tenant}.example.com/mcp  [2025-06-18, 2025-11-25]" in text
+    assert (
+        "header     Authorization required secret" in text
+        and "variable   {tenant} required default default" in text
+    )
+    assert "javascript" not in text and "icons" not in text
+    assert not any(p == "/mcp" for p in site.paths())  # no session was opened
+    out = io.StringIO()
+    assert (
+        cli_main(["inspect", f"{site.origin}/mcp", "--card", "-o", "json"], stdout=out, stderr=err)
+        == 0
+    )
+    assert json.loads(out.getvalue())["remotes"][1]["headers"][0] == {
+        "name": "Authorization", "required": True, "secret": True, "variables": ["token"]}  # fmt: skip
+    site.json("/mcp/server-card", card(name="bad"))
+    err = io.StringIO()
+    assert (
+        cli_main(["inspect", f"{site.origin}/mcp", "--card"], stdout=io.StringIO(), stderr=err) == 1
+    )
+    assert "CardError" in err.getvalue() and "reverse-DNS" in err.getvalue()

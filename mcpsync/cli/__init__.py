@@ -42,6 +42,7 @@ from .arguments import (
 from .arguments import DEMO_ARGV as DEMO_ARGV
 from .arguments import EPILOG as EPILOG
 from .arguments import SMOKE_EPILOG as SMOKE_EPILOG
+from .card_command import run_card
 from .commands import _SESSION_COMMANDS, run_demo
 from .commands import cmd_call as cmd_call
 from .commands import cmd_inspect as cmd_inspect
@@ -121,6 +122,8 @@ def main(
             if command_argv is not None:
                 raise UsageError("smoke takes a CONFIG file, not a command")
             return run_smoke(ns, out)
+        if command == "inspect" and ns.card:  # the Server Card, before any session
+            return run_card(ns, out)
         needed, handler = _SESSION_COMMANDS[command]
         target, words = resolve_target(ns, command_argv, needed)
         session = _connect(target, out, ns)

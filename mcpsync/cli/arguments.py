@@ -244,6 +244,11 @@ def _sub_parser(command: str) -> argparse.ArgumentParser:
             "--out", metavar="FILE", help="write the (first) contents to FILE instead of stdout"
         )
         _json_flag(p)
+    elif command == "inspect":
+        p.add_argument(
+            "--card", action="store_true", help="show the URL's Server Card (no session)"
+        )
+        _json_flag(p)
     elif command == "smoke":
         _smoke_arguments(p)
         _json_flag(p)
