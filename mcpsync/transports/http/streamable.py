@@ -158,6 +158,7 @@ class StreamableHTTPTransport(SessionLifecycle, HTTPTransport):
         self._streams: set[_Stream] = set()
         self._started = False
         self._get_thread: threading.Thread | None = None
+        self._what_cache: tuple[Target, str] | None = None
         self._get_unsupported = False
         self._init_headers: dict[str, str] = {}
         self._post_headers: dict[str, str] = {}
@@ -228,6 +229,13 @@ class StreamableHTTPTransport(SessionLifecycle, HTTPTransport):
             f"{self.describe()}: the session expired {MAX_RESENDS} times while sending {method}"
         )
 
+    def _what(self, target: Target) -> str:
+        """``POST <url>`` for messages (no secrets), made once per target: not per call."""
+        cached = self._what_cache
+        if cached is None or cached[0] is not target:
+            cached = self._what_cache = (target, f"POST {safe_url(target.url)}")
+        return cached[1]
+
     def _post(
         self,
         message: Message,
@@ -254,7 +262,7 @@ class StreamableHTTPTransport(SessionLifecycle, HTTPTransport):
         if target is not self.target:
             self._moved(target)
         status = response.status
-        what = f"POST {safe_url(target.url)}"
+        what = self._what(target)
         if 200 <= status < 300:
             if method == "initialize":
                 self._capture_session(response)
