@@ -24,6 +24,10 @@ Owns the public API of the auth package. Typical use::
     # no browser here, nothing to paste: show a code, the person approves on another device
     auth = OAuth(redirect="device")
 
+    # DPoP-bound tokens (RFC 9449) come by themselves when the server and its AS speak
+    # DPoP (dpop="auto"); dpop=True always asks for one, dpop=False never
+    auth = OAuth.client_credentials("svc", "s3cret", dpop=True)
+
     # tests / auto-approving servers: no browser, no listener
     auth = OAuth(redirect="headless")
 
@@ -39,6 +43,7 @@ from __future__ import annotations
 from ..errors import AuthError
 from .device import DeviceCode, DeviceFlow
 from .discovery import AuthServerMetadata, ProtectedResourceMetadata
+from .dpop import DPoPError, DPoPKey
 from .flow import TokenSet
 from .grants import AssertionProvider
 from .oauth import OAuth
@@ -69,6 +74,8 @@ __all__ = [
     "headless_redirect",
     "DEFAULT_REDIRECT_URI",
     "TokenSet",
+    "DPoPKey",
+    "DPoPError",
     "AssertionProvider",
     "DeviceFlow",
     "DeviceCode",
