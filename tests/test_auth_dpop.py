@@ -346,3 +346,33 @@ def test_http_client_fast_path_only_for_request_auth():
             assert c.fast is fast
         finally:
             c.close()
+
+
+def test_threads_share_a_dpop_token_each_request_with_its_own_proof(no_leaks):
+    import threading
+
+    with DPoPWorld(rs_nonce=True) as world:
+        with mcpsync.Session.connect(world.url, auth=_cc(), timeout=30) as s:
+            start = threading.Barrier(8, timeout=30)
+            errors: list[BaseException] = []
+
+            def worker() -> None:
+                try:
+                    start.wait()
+                    for _ in range(10):
+                        assert (
+                            json.loads(s.call_tool("echo", {}).content[0].text)["scheme"] == "DPoP"
+                        )
+                except BaseException as exc:  # noqa: BLE001 - reported below
+                    errors.append(exc)
+
+            threads = [threading.Thread(target=worker, name=f"test-dpop[{i}]") for i in range(8)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(60)
+            assert not errors and not any(t.is_alive() for t in threads)
+        assert len(world.token_requests) == 1
+        proofs = [r["proof"] for r in world.mcp_requests if r["proof"]]
+        assert len(proofs) >= 80 and len(set(proofs)) == len(proofs)
+        assert not [r for r in world.mcp_requests if r.get("error") not in (None, "use_dpop_nonce")]

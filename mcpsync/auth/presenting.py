@@ -100,12 +100,13 @@ class _Presenting(RequestAuth):
             if tok is None:
                 return {}
             key = tok.dpop_key
-            if tok.token_type == "DPoP" and key is not None:
-                proof = key.proof(
-                    method, url, access_token=tok.access_token, nonce=self._nonces.get(url)
-                )
-                return {"Authorization": f"DPoP {tok.access_token}", "DPoP": proof}
-            return {"Authorization": f"Bearer {tok.access_token}"}
+            if tok.token_type != "DPoP" or key is None:
+                return {"Authorization": f"Bearer {tok.access_token}"}
+            if self._prover is None:  # a stored token: its renewals sign with its key too
+                self._prover = DPoPProver(key, self._nonces)
+        # signed outside the lock: threads sharing the token do not queue behind each other
+        proof = key.proof(method, url, access_token=tok.access_token, nonce=self._nonces.get(url))
+        return {"Authorization": f"DPoP {tok.access_token}", "DPoP": proof}
 
     def _auth_header(self) -> str | None:
         tok = self._token
