@@ -376,3 +376,14 @@ def test_threads_share_a_dpop_token_each_request_with_its_own_proof(no_leaks):
         proofs = [r["proof"] for r in world.mcp_requests if r["proof"]]
         assert len(proofs) >= 80 and len(set(proofs)) == len(proofs)
         assert not [r for r in world.mcp_requests if r.get("error") not in (None, "use_dpop_nonce")]
+
+
+def test_the_proof_algorithm_is_one_both_servers_accept():
+    msg = {"jsonrpc": "2.0", "method": "x"}
+    with DPoPWorld(advertise=["ES384", "EdDSA"], rs_algs="EdDSA") as world:
+        assert requests.post(world.url, json=msg, auth=_cc(), timeout=10).status_code == 202
+        assert jwt.get_unverified_header(world.token_requests[0]["proof"])["alg"] == "EdDSA"
+        assert jwt.get_unverified_header(world.mcp_requests[-1]["proof"])["alg"] == "EdDSA"
+    with DPoPWorld(advertise=["ES384", "EdDSA"], rs_algs="PS256") as world:  # nothing common
+        assert requests.post(world.url, json=msg, auth=_cc(), timeout=10).status_code == 202
+        assert jwt.get_unverified_header(world.token_requests[0]["proof"])["alg"] == "ES384"

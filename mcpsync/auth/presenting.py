@@ -78,6 +78,8 @@ class _Presenting(RequestAuth):
     _dpop_challenged: bool
     _dpop_server: bool
     _dpop_required: bool
+    #: the algorithms the MCP server's DPoP challenge named (``algs``), if it did
+    _dpop_rs_algs: list[str] | None = None
 
     def _usable_token(self) -> TokenSet | None:
         raise NotImplementedError
@@ -228,6 +230,8 @@ class _Presenting(RequestAuth):
             if current is None or current == sent.get("Authorization"):
                 self._dpop_challenged = dpop is not None and bearer is None
                 self._dpop_server = dpop is not None
+                algs = (dpop.get("algs") or "").split() if dpop is not None else []
+                self._dpop_rs_algs = algs or None
                 self._run_flow(server, status, challenge, step_up, state)
         return True
 
@@ -294,6 +298,9 @@ class _Presenting(RequestAuth):
         )
         self._dpop_required = required
         offered = asm.dpop_signing_alg_values_supported
+        rs_algs = self._dpop_rs_algs or (prm.dpop_signing_alg_values_supported if prm else None)
+        if offered and rs_algs and set(offered) & set(rs_algs):
+            offered = [a for a in offered if a in rs_algs]  # what both servers accept
         server_takes = (
             required
             or self._dpop_server

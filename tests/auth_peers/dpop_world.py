@@ -49,13 +49,14 @@ class DPoPWorld:
         accept_bearer: bool = False,
         prm_required: bool = False,
         rs_dpop: bool = True,
+        rs_algs: str = "ES256",
         token_seconds: int = 3600,
     ) -> None:
         self.advertise = list(advertise) if advertise is not None else None
         self.as_nonce, self.as_nonce_loop, self.issue_bearer = as_nonce, as_nonce_loop, issue_bearer
         self.rs_nonce, self.rs_nonce_loop = rs_nonce, rs_nonce_loop
         self.accept_bearer, self.prm_required = accept_bearer or not rs_dpop, prm_required
-        self.rs_dpop = rs_dpop
+        self.rs_dpop, self.rs_algs = rs_dpop, rs_algs
         self.token_seconds = token_seconds
         self.tokens: dict[str, str | None] = {}  # token -> jkt (None: Bearer)
         self.token_requests: list[dict[str, Any]] = []
@@ -228,9 +229,9 @@ class DPoPWorld:
                 else f"Bearer {params}"
             }
         dpop = (
-            f'DPoP error="{error}", {params}, algs="ES256"'
+            f'DPoP error="{error}", {params}, algs="{self.rs_algs}"'
             if error
-            else f'DPoP {params}, algs="ES256"'
+            else f'DPoP {params}, algs="{self.rs_algs}"'
         )
         value = (
             f"Bearer {params}, {dpop}" if self.accept_bearer and error != "use_dpop_nonce" else dpop
