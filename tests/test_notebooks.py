@@ -179,6 +179,38 @@ def _check_apps(nb: Any) -> None:
     assert "5 refusals; the session still works: yes" in text and "closed: True" in text
 
 
+@_expects("07-skills.ipynb")
+def _check_skills(nb: Any) -> None:
+    text = _outputs(nb, "text/plain")
+    assert "server declares the extension: True" in text and "skill files read so far: []" in text
+    assert 'read so far: ["skill://csv-report/SKILL.md"]' in text and "templates/summary.md" in text
+    assert "refused (unlisted)" in text and "nothing more is read" in text
+    assert "refused (digest)" in text and 'files read: ["skill://csv-report/SKILL.md"]' in text
+    assert "the session still works" in text and "closed: True" in text
+
+
+@_expects("08-server-cards.ipynb")
+def _check_server_cards(nb: Any) -> None:
+    text, html = _outputs(nb, "text/plain"), _outputs(nb)
+    assert "io.github.mcpsync/demo 1.0.0" in text and "headers={'X-Demo-Token': '***'}" in text
+    assert "demo-token-123" not in text and "connected to mcpsync-demo" in text
+    assert "'{' not closed" in text and "header     X-Demo-Token required secret" in text
+    assert "<img src='data:image/png;base64," in html and "javascript" not in html
+    assert "https://example.com/icon.png" in text and "stopped: True" in text
+
+
+@_expects("09-elicitation.ipynb")
+def _check_elicitation(nb: Any) -> None:
+    text = _outputs(nb, "text/plain")
+    assert "This field is required." in text and "Expected yes or no." in text
+    assert "{'action': 'accept', 'content': {'name': 'Ada', 'confirm': True}}" in text
+    assert "['n'] -> {'action': 'decline'" in text and "[] -> {'action': 'cancel'" in text
+    assert "sign-in: accept" in text and "Domain: auth.example.com" in text
+    assert "browser opened for: []" in text and "URLElicitationRequired (-32042)" in text
+    assert "browser opened for: ['https://pay.example.com/checkout/7']" in text
+    assert "'content': {'name': 'Grace', 'confirm': True}" in text and "closed: True" in text
+
+
 def test_every_notebook_is_covered():
     names = sorted(p.name for p in execute.notebooks())
     assert names == sorted(EXPECTED), "add the new notebook to EXPECTED"
@@ -212,7 +244,11 @@ def _closure(roots: list[str]) -> set[str]:
 
 #: notebook -> distributions it needs beyond the first command; allowed only when the
 #: notebook itself says how to get them (``pip install <name>`` in one of its cells)
-NEEDS: dict[str, list[str]] = {"05-tool-use-loop.ipynb": ["openai"], "06-apps.ipynb": ["anywidget"]}
+NEEDS: dict[str, list[str]] = {
+    "05-tool-use-loop.ipynb": ["openai"],
+    "06-apps.ipynb": ["anywidget"],
+    "09-elicitation.ipynb": ["ipywidgets"],
+}
 
 
 def _blocked_modules(needs: Sequence[str] = ()) -> list[str]:

@@ -92,9 +92,7 @@ class TerminalElicitation:
                     return {"action": self.url(URLRequest.of(data))}
                 return self.form(data)
             except _Ended as ended:
-                self._say(
-                    f"(elicitation {ended.action}ed)" if ended.action == "cancel" else "(declined)"
-                )
+                self._say("(cancelled)" if ended.action == "cancel" else "(declined)")
                 return {"action": ended.action}
 
     def form(self, data: dict[str, Any]) -> dict[str, Any]:
