@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import _bringup, _lifecycle, _typed
 from ._forksafe import own_session
-from ._guard import Guard
+from ._guard import Guard, is_death
 from ._restart_policy import RestartEvent, RestartPolicy, words
 from .connection import CLOSE_TIMEOUT, DEFAULT, Connection, Default, join_until
 from .errors import (
@@ -425,10 +425,17 @@ class Restarter:
         caller whose request met the 404, which is then re-sent), re-open on a worker."""
         session = self._session
         conn = session._conn
-        try:
-            session._reinitialize()
-        except TransportError as exc:  # the server went away meanwhile: a full restart
-            raise self.died(conn, exc, "initialize") from exc
+        for attempt in (1, 2):
+            try:
+                session._reinitialize()
+                break
+            except TransportError as exc:
+                # a restarted server: a keep-alive connection to the old process may fail the
+                # first initialize (it is safe to send again: it makes a new session); then
+                # the server went away meanwhile: a full restart
+                if attempt == 2 or is_death(conn, exc) is None:
+                    raise self.died(conn, exc, "initialize") from exc
+                log.info("mcpsync: %s: initialize again after %s", self._name, words(exc))
         era = session._era
         with self._lock:
             if self._state != _READY:
