@@ -8,6 +8,7 @@ and no log record (captured at DEBUG, every logger)."""
 from __future__ import annotations
 
 import base64
+import json
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -33,6 +34,8 @@ class HTMLTokens(DemoAuthorizationServer):
         super().__init__(issuer, **options)
         self.status = status
         self.html_for: set[str] = set()
+        self.echo_error_for: set[str] = set()
+        self.drop_for: set[str] = set()
         self.forms: list[dict[str, str]] = []
 
     def handle(
@@ -45,6 +48,12 @@ class HTMLTokens(DemoAuthorizationServer):
             if basic.lower().startswith("basic "):
                 form["basic"] = base64.b64decode(basic[6:]).decode()
             self.forms.append(form)
+            if form.get("grant_type") in self.drop_for:  # the connection closes, no reply
+                raise ConnectionAbortedError("token endpoint hangs up")
+            if form.get("grant_type") in self.echo_error_for:  # an OAuth error quoting the input
+                quoted = " ".join(f"{k}={v}" for k, v in form.items())
+                error = {"error": "invalid_grant", "error_description": f"rejected: {quoted}"}
+                return 400, {"Content-Type": "application/json"}, json.dumps(error).encode()
             if form.get("grant_type") in self.html_for:
                 page = (
                     "<!doctype html><html><head><title>Sign in</title></head><body>"
@@ -57,6 +66,7 @@ class HTMLTokens(DemoAuthorizationServer):
 
 def _server(**options: Any) -> tuple[DemoHTTPServer, HTMLTokens]:
     server = DemoHTTPServer(auth=True)
+    server._httpd.handle_error = lambda request, address: None  # the hang-ups: quiet
     tokens = HTMLTokens(server.origin, **options)
     server.auth_server = tokens
     return server.start(), tokens
@@ -67,9 +77,19 @@ def _assert_absent(secrets: list[str], exc: BaseException, caplog: Any, *objects
     assert secrets
     texts = [str(exc), repr(exc), caplog.text, *(repr(o) for o in objects)]
     texts += [str(a) for r in caplog.records for a in (r.args or ())]  # unformatted args too
-    cause = exc.__cause__ or exc.__context__
-    if cause is not None:
-        texts += [str(cause), repr(cause)]
+    # the whole chain too: a replaced exception (a requests error holding the request body,
+    # oauthlib's error quoting the response, a JSON error holding the page) must not ride along
+    seen: list[BaseException] = []
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        e = todo.pop()
+        if e is None or any(e is x for x in seen):
+            continue
+        seen.append(e)
+        texts += [str(e), repr(e), repr(getattr(e, "__dict__", {}))]
+        request = getattr(e, "request", None)
+        texts.append(repr(getattr(request, "body", None)))
+        todo += [e.__cause__, e.__context__]
     for secret in secrets:
         for text in texts:
             assert secret not in text
@@ -153,3 +173,45 @@ def test_successful_grants_log_no_secret(caplog, no_leaks):
     texts = [caplog.text, repr(auth), repr(cc), repr(store)]
     for secret in (s for s in secrets if s):
         assert all(secret not in t for t in texts)
+
+
+def test_refusals_quoting_the_request_are_redacted(caplog, no_leaks):
+    """An authorization server whose OAuth error description quotes the request (secret,
+    code, verifier): the TokenError keeps the error code and the step, not the secrets."""
+    from mcpsync.errors import TokenError
+
+    caplog.set_level(logging.DEBUG)
+    server, tokens = _server(clients={"svc": SECRET})
+    tokens.echo_error_for = {"client_credentials", "authorization_code"}
+    with server:
+        with pytest.raises(TokenError) as cc:
+            auth = OAuth.client_credentials(
+                "svc", SECRET, token_endpoint_auth_method="client_secret_post"
+            )
+            mcpsync.Session.connect(server.url, auth=auth, connect_timeout=20)
+        assert cc.value.error == "invalid_grant" and cc.value.step == "client_credentials"
+        assert "rejected:" in str(cc.value)
+        _assert_absent([SECRET], cc.value, caplog, auth)
+        with pytest.raises(TokenError) as code:
+            auth = OAuth(redirect="headless", client_name="quoted")
+            mcpsync.Session.connect(server.url, auth=auth, connect_timeout=20)
+        assert code.value.step == "authorization_code"
+    (form,) = [f for f in tokens.forms if f.get("grant_type") == "authorization_code"]
+    secrets = [form["code"], form["code_verifier"], form.get("basic", "").partition(":")[2]]
+    _assert_absent(secrets, code.value, caplog, auth)
+
+
+def test_token_endpoint_hanging_up(caplog, no_leaks):
+    """No reply at all: the AuthError names the request; the requests error it replaces
+    (whose request body holds the secret) is not kept in its chain."""
+    caplog.set_level(logging.DEBUG)
+    server, tokens = _server(clients={"svc": SECRET})
+    tokens.drop_for = {"client_credentials"}
+    with server:
+        auth = OAuth.client_credentials(
+            "svc", SECRET, token_endpoint_auth_method="client_secret_post"
+        )
+        with pytest.raises(AuthError, match="token request to .* failed: ConnectionError") as info:
+            mcpsync.Session.connect(server.url, auth=auth, connect_timeout=20)
+    assert tokens.forms[-1]["client_secret"] == SECRET  # it was in the request body
+    _assert_absent([SECRET], info.value, caplog, auth)

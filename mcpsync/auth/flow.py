@@ -345,12 +345,16 @@ def _token_request(
     body = prepare_token_request(
         grant_type, include_client_id=include_client_id, client_id=client.client_id or None, **kw
     )
+    # Every failure below is raised outside its except block: the exception it replaces
+    # (a requests error holding the request body, oauthlib's error quoting the response,
+    # a JSON error holding the page) must not ride along as __context__.
+    failure: AuthError | None = None
     try:
         r = post_token_request(http, endpoint, body, headers, timeout=timeout, dpop=dpop)
     except requests.RequestException as exc:
-        raise AuthError(
-            f"token request to {short(endpoint)} failed: {type(exc).__name__}"
-        ) from None
+        failure = AuthError(f"token request to {short(endpoint)} failed: {type(exc).__name__}")
+    if failure is not None:
+        raise failure
     try:
         text = r.text
     finally:
@@ -366,23 +370,25 @@ def _token_request(
         tok = parse_token_response(text)
     except MissingTokenError:  # neither a token nor an OAuth error: an HTML page, an empty body
         kind = (r.headers.get("Content-Type") or "no content type").split(";")[0].strip()[:60]
-        raise AuthError(
+        failure = AuthError(
             f"token request ({grant_type.rsplit(':', 1)[-1]}) to {short(endpoint)} gave no "
             f"usable token (HTTP {r.status_code}, {kind})"
-        ) from None
+        )
     except OAuth2Error as exc:
         step = grant_type.rsplit(":", 1)[-1]  # urn:...:grant-type:jwt-bearer -> jwt-bearer
         msg = f"token request ({step}) refused by {short(endpoint)}: {exc.error}"
         if exc.description:
             msg += f" ({str(exc.description)[:200]})"
-        raise TokenError.of(
+        failure = TokenError.of(
             redact(msg, secret_list), error=exc.error, step=step, status=r.status_code
-        ) from None
+        )
     except Exception as exc:  # noqa: BLE001 - non-JSON garbage, missing fields, oauthlib warnings
-        raise AuthError(
+        failure = AuthError(
             f"token request ({grant_type}) to {short(endpoint)} gave no usable token "
             f"(HTTP {r.status_code}, {type(exc).__name__})"
-        ) from None
+        )
+    if failure is not None:
+        raise failure
     if r.status_code != 200:
         raise AuthError(
             f"token request ({grant_type}) to {short(endpoint)} answered HTTP {r.status_code}"
