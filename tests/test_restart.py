@@ -35,11 +35,13 @@ class Restarts:
 
     def __init__(self) -> None:
         self.events: list[RestartEvent] = []
+        self.threads: list[str] = []  # where on_restart ran
         self._cond = threading.Condition()
 
     def __call__(self, event: RestartEvent) -> None:
         with self._cond:
             self.events.append(event)
+            self.threads.append(threading.current_thread().name)
             self._cond.notify_all()
 
     def wait(self, count: int = 1, timeout: float = WAIT) -> RestartEvent:
@@ -85,6 +87,7 @@ def test_a_killed_stdio_server_comes_back_with_subscription_and_log_level(no_lea
             "log level error",
         ]
         assert s.restarts == 1 and s.restart_history == [event] and not s.closed
+        assert seen.threads == ["mcpsync-restart[demo_server]"]  # never the reader or dispatch
         assert s.transport.process.pid != first  # type: ignore[attr-defined]
         # the new server has the subscription: it notifies, and the callback runs
         text = s.call_tool("touch_resource", {"uri": "demo://readme"}).content[0].text
