@@ -305,10 +305,13 @@ def request_device_code(
     headers = {"Accept": "application/json"}
     secrets = _client_auth(client, asm, data, headers)
     where = short(endpoint)
-    try:
+    failure: AuthError | None = None  # raised outside the except: the request (its body
+    try:  # may hold the client secret) must not ride along as __context__
         r = http.post(endpoint, data=data, headers=headers, timeout=timeout, allow_redirects=False)
     except requests.RequestException as exc:
-        raise AuthError(f"device authorization at {where} failed: {type(exc).__name__}") from None
+        failure = AuthError(f"device authorization at {where} failed: {type(exc).__name__}")
+    if failure is not None:
+        raise failure
     try:
         doc: Any = r.json()
     except ValueError:

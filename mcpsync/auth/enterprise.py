@@ -70,14 +70,15 @@ def request_id_jag(
         data["client_id"] = client_id
     secrets = [id_token, client_secret]
     where = short(idp_token_endpoint)
-    try:
+    failure: AuthError | None = None  # raised outside the except: the request (its body
+    try:  # holds the ID token) must not ride along as __context__
         r = http.post(
             idp_token_endpoint, data=data, headers=headers, timeout=timeout, allow_redirects=False
         )
     except requests.RequestException as exc:
-        raise AuthError(
-            f"token exchange for an ID-JAG at {where} failed: {type(exc).__name__}"
-        ) from None
+        failure = AuthError(f"token exchange for an ID-JAG at {where} failed: {type(exc).__name__}")
+    if failure is not None:
+        raise failure
     try:
         doc: Any = r.json()
     except ValueError:
