@@ -20,7 +20,7 @@ import os
 import select
 import threading
 import time
-from _thread import get_ident
+from _thread import LockType, allocate_lock, get_ident
 from collections.abc import Callable
 from typing import Any
 
@@ -56,7 +56,7 @@ class PipeReader:
     _role: threading.Lock
     _role_cv: threading.Condition
     _role_owner: int
-    _parked: dict[int, tuple[Any, threading.Event]]
+    _parked: dict[int, tuple[Any, LockType]]
     _waiting: list[None]
     _last_send: float
     _parts: list[bytes]
@@ -271,24 +271,27 @@ class PipeReader:
                 return
 
     def _park(self, future: Any, timeout: float) -> None:
-        event = threading.Event()
-        key = id(event)
-        self._parked[key] = (future, event)
+        # A bare lock, held, is the signal: the waker releases it, the wait acquires it.
+        # (An Event is a Condition: a lock and a waiter lock more, on both sides.)
+        signal = allocate_lock()
+        signal.acquire()
+        key = id(signal)
+        self._parked[key] = (future, signal)
         try:
             # Registered first, then looked: a reader that finishes now will see us.
             if self._role.locked() and not future.done():
-                event.wait(timeout)
+                signal.acquire(timeout=timeout)
         finally:
             self._parked.pop(key, None)
 
     def _wake_parked(self, hand_over: bool = False, everyone: bool = False) -> None:
         """Wake parked callers whose reply came; with ``hand_over`` also one to take the role."""
         need_reader = hand_over
-        for future, event in list(self._parked.values()):
+        for future, signal in list(self._parked.values()):
             if everyone or future.done():
-                event.set()
+                _release(signal)
             elif need_reader:
-                event.set()
+                _release(signal)
                 need_reader = False
 
     def wakeup(self) -> None:
@@ -338,3 +341,11 @@ class PipeReader:
             self._role_cv.notify_all()
         if not self._closing.is_set():
             self._report_close(self._exit_error("server closed its stdout"))
+
+
+def _release(signal: LockType) -> None:
+    """Wake the caller parked on ``signal`` (woken already: nothing to do)."""
+    try:
+        signal.release()
+    except RuntimeError:  # released by another waker first
+        pass

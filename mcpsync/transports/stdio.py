@@ -51,7 +51,7 @@ import select
 import subprocess
 import threading
 import time
-from _thread import get_ident
+from _thread import LockType, get_ident
 from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
@@ -124,7 +124,7 @@ class StdioTransport(ChildProcess, PipeReader, LineFramer, Transport):
         self._role = threading.Lock()
         self._role_cv = threading.Condition()
         self._role_owner = 0  # the thread ident holding the role (0: none)
-        self._parked: dict[int, tuple[Any, threading.Event]] = {}  # callers waiting for the role
+        self._parked: dict[int, tuple[Any, LockType]] = {}  # callers waiting for the role
         self._waiting: list[None] = []  # one entry per caller inside wait_for
         self._last_send = 0.0
         self._eof = False
