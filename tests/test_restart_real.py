@@ -6,6 +6,7 @@ while it is down). Waits are on Events and ``on_restart``, bounded.
 
 from __future__ import annotations
 
+import sys
 import threading
 
 import psutil
@@ -132,3 +133,33 @@ def test_http_server_down_then_up_restarts_after_failed_attempts(no_leaks):
     finally:
         failed_attempt.remove()
         server.stop()
+
+
+@pytest.mark.real
+def test_official_sdk_modern_server_killed_comes_back_with_its_listen_stream(no_leaks):
+    from servers.launch import SERVERS_DIR
+
+    from mcpsync.protocol.choose import Caches
+
+    argv = [sys.executable, str(SERVERS_DIR / "modern_sdk_server.py"), "stdio"]
+    seen = Restarts()
+    policy = RestartPolicy(backoff=0.05, on_restart=seen)
+    with mcpsync.Session.connect(
+        argv, era="modern", timeout=30, restart=policy, _caches=Caches()
+    ) as s:
+        assert s.era == "modern"
+        updated, changed = threading.Event(), threading.Event()
+        s.subscribe_resource("demo://readme", lambda uri: updated.set())
+        s.on_tools_changed(changed.set)
+        first = s.transport.process.pid  # type: ignore[attr-defined]
+        psutil.Process(first).kill()
+        event = seen.wait()
+        assert event.ok and event.problems == []
+        assert event.reopened == ["list changes: tools", "subscription demo://readme"]
+        assert s.transport.process.pid != first  # type: ignore[attr-defined]
+        # the new process reports both only to a listen stream that asked for them
+        s.call_tool("touch_resource", {"uri": "demo://readme"})
+        assert updated.wait(WAIT)
+        s.call_tool("add_tool", {"name": "fresh"})
+        assert changed.wait(WAIT)
+        assert "fresh" in {t.name for t in s.list_tools()}
