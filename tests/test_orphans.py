@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -223,3 +224,108 @@ def test_interpreter_exit_is_bounded_with_stubborn_servers() -> None:
     finally:
         proc.kill()
         _kill_all(pids)
+
+
+NODE_BIN = ROOT / "tests" / "node" / "node_modules" / ".bin"
+
+# server-everything behind a shell that stays its parent (as npx does): the grandchild too.
+EVERYTHING_HOST = textwrap.dedent(
+    """
+    import json, os, sys, threading
+    import psutil
+    import mcpsync
+
+    argv = ["sh", "-c", "mcp-server-everything stdio; exit 0"]
+    box = {}
+    worker = threading.Thread(target=lambda: box.update(
+        s=mcpsync.Session.connect(argv, inherit_env=True, name="everything")))
+    worker.start()
+    worker.join(60)
+    session = box["s"]
+    assert session.list_tools()
+    shell = psutil.Process(session.transport.process.pid)
+    tree = [shell.pid] + [c.pid for c in shell.children(recursive=True)]
+    print(json.dumps(tree), flush=True)
+    threading.Event().wait(120)
+    """
+)
+
+
+@linux_only
+@pytest.mark.real
+def test_sigkilled_host_takes_server_everything_and_its_wrapper_along() -> None:
+    """The real peer, as npx runs it (a parent process that stays, node under it): the
+    wrapper gets the parent-death signal, node sees its stdin end (the host held the only
+    writer). The stubborn test above is the one that tells the signal's work apart."""
+    if not (NODE_BIN / "mcp-server-everything").exists():
+        pytest.skip("the npm peers are not installed")
+    env = _env(spawn.method())
+    env["PATH"] = str(NODE_BIN) + os.pathsep + env["PATH"]
+    host = subprocess.Popen(
+        [sys.executable, "-c", EVERYTHING_HOST], stdout=subprocess.PIPE, text=True, env=env
+    )
+    assert host.stdout is not None
+    pids: list[int] = []
+    try:
+        pids = json.loads(host.stdout.readline())
+        assert len(pids) >= 2  # the shell and node under it
+        host.send_signal(signal.SIGKILL)
+        host.wait(WAIT)
+        alive, took = _gone_within(pids, 2.0)
+        assert alive == [], f"{alive} outlived the host"
+        print(f"server-everything tree gone {took * 1000:.0f} ms after the host died")
+    finally:
+        host.kill()
+        host.wait(WAIT)
+        _kill_all(pids)
+
+
+@linux_only
+def test_the_spawner_thread_lives_exactly_as_long_as_its_children() -> None:
+    if spawn.method() == "off":
+        pytest.skip("no parent-death signal here: no spawner")
+    procs: list[spawn.ServerProcess] = []
+
+    def start() -> None:
+        procs.append(spawn.spawn(["cat"], env=dict(os.environ), cwd=None))
+
+    for _ in range(2):
+        worker = threading.Thread(target=start)
+        worker.start()
+        worker.join(WAIT)
+    spawner = spawn._SPAWNER.thread
+    assert spawner is not None and spawner.name == "mcpsync-spawner" and spawner.is_alive()
+    assert all(psutil.Process(p.pid).ppid() == os.getpid() for p in procs)
+    first, second = procs
+    for proc in procs:
+        assert proc.stdin is not None
+    first.stdin.close()  # type: ignore[union-attr]
+    first.wait(WAIT)
+    first.reaped()
+    spawner.join(0.5)
+    assert spawner.is_alive()  # the second child still depends on it
+    assert _running_pid(second.pid)
+    second.stdin.close()  # type: ignore[union-attr]
+    second.wait(WAIT)
+    second.reaped()
+    spawner.join(WAIT)
+    assert not spawner.is_alive()  # nothing left to outlive: it ended
+    for proc in procs:
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+    # and it comes back on demand
+    worker = threading.Thread(target=start)
+    worker.start()
+    worker.join(WAIT)
+    again = spawn._SPAWNER.thread
+    assert again is not None and again is not spawner and again.is_alive()
+    third = procs[-1]
+    third.kill()
+    third.wait(WAIT)
+    third.reaped()
+    for pipe in (third.stdin, third.stdout, third.stderr):
+        if pipe is not None:
+            pipe.close()
+    again.join(WAIT)
+    assert not again.is_alive()

@@ -81,6 +81,7 @@ class ChildProcess:
     _stdin_fd: int
     _fd: int
     _err_fd: int
+    _err_lock: threading.Lock
     _caller_poll: Any
     _wake_r: int
     _wake_w: int
@@ -102,6 +103,7 @@ class ChildProcess:
         self._write_lock, self._role, self._role_cv = (
             threading.Lock(), threading.Lock(), threading.Condition()
         )  # fmt: skip
+        self._err_lock = threading.Lock()
         for name in ("_wake_r", "_wake_w", "_stop_r", "_stop_w"):
             fd = getattr(self, name)
             setattr(self, name, -1)
