@@ -20,7 +20,7 @@ from concurrent.futures import Future, InvalidStateError
 from typing import Any, Final, NamedTuple
 
 from . import jsonrpc
-from .errors import ProtocolError, RequestCancelled, ServerError
+from .errors import ProtocolError, RequestCancelled, ServerError, URLElicitationRequired
 from .transports.base import Message
 
 __all__ = [
@@ -203,6 +203,8 @@ def server_error(error: Any, method: str) -> BaseException:
     message = error.get("message", "")
     if code == -32800:  # the server cancelled the request (REQUEST_CANCELLED in some SDKs)
         return RequestCancelled(f"{method} was cancelled by the server: {message}")
+    if code == -32042:  # URL elicitation required (2025-11-25): typed, with its URLs
+        return URLElicitationRequired(str(message), error.get("data"), method=method)
     return ServerError(
         code if isinstance(code, int) else jsonrpc.INTERNAL_ERROR,
         str(message),

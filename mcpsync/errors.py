@@ -32,6 +32,7 @@ __all__ = [
     "WriteTimeout",
     "RequestCancelled",
     "ServerError",
+    "URLElicitationRequired",
     "SessionClosed",
     "ForkedError",
     "AuthError",
@@ -183,6 +184,30 @@ class ServerError(MCPSyncError):
         self.method = method
         where = f" to {method}" if method else ""
         super().__init__(f"server error {code}{where}: {message}")
+
+
+class URLElicitationRequired(ServerError):
+    """-32042 (2025-11-25): the server needs the person to open one or more URLs first.
+
+    ``elicitations``: the URL requests the error carries (dicts with ``url``, ``message``,
+    ``elicitationId``), in the server's order; ``urls`` their URLs. The message names each
+    URL without its query or fragment. ``mcpsync.elicitation.retry_after_urls`` shows them
+    to a person and calls again once every one is done.
+    """
+
+    def __init__(self, message: str, data: Any = None, *, method: str | None = None) -> None:
+        super().__init__(-32042, message, data, method=method)
+        items = data.get("elicitations") if isinstance(data, dict) else None
+        self.elicitations: list[dict[str, Any]] = [
+            dict(i) for i in items or [] if isinstance(i, dict) and isinstance(i.get("url"), str)
+        ]
+        if self.elicitations:
+            shown = ", ".join(u.split("?", 1)[0].split("#", 1)[0][:200] for u in self.urls)
+            self.args = (f"{self.args[0]} (open: {shown})",)
+
+    @property
+    def urls(self) -> list[str]:
+        return [str(i["url"]) for i in self.elicitations]
 
 
 class SessionClosed(MCPSyncError):

@@ -22,6 +22,7 @@ from mcpsync.elicitation import (
     openable,
     parse_answer,
     retry_after_urls,
+    url_requests,
     url_required,
 )
 from mcpsync.errors import ServerError
@@ -130,9 +131,11 @@ def test_url_required_error_is_typed_and_retried_after_the_person_finishes(no_le
     ) as s:
         with pytest.raises(ServerError) as info:
             s.call_tool("trigger-url-elicitation", args)
+        assert isinstance(info.value, URLElicitationRequired)  # typed where it is raised
         typed = url_required(info.value)
-        assert isinstance(typed, URLElicitationRequired) and typed.code == -32042
-        assert [r.url for r in typed.requests] == ["https://modelcontextprotocol.io"]
+        assert typed is info.value and typed.code == -32042
+        assert [r.url for r in url_requests(typed)] == ["https://modelcontextprotocol.io"]
+        assert typed.urls == ["https://modelcontextprotocol.io"]
         assert "modelcontextprotocol.io" in str(typed)
         assert handler.resolve(info.value)  # shown, not opened, finished
         result = s.call_tool("trigger-url-elicitation", args)
@@ -307,3 +310,15 @@ def test_concurrent_terminal_elicitations_take_turns():
     for t in threads:
         t.join(5)
     assert results == [{"action": "accept", "content": {"s": "a"}}] * 2
+
+
+def test_url_required_from_a_plain_server_error_and_no_query_in_the_message():
+    data = {"elicitations": [{"mode": "url", "url": "https://pay.example/c?token=s3cr3t#x",
+                              "message": "Pay", "elicitationId": "1"}, {"mode": "url"}]}  # fmt: skip
+    typed = url_required(ServerError(-32042, "pay first", data, method="tools/call"))
+    assert isinstance(typed, URLElicitationRequired) and typed.method == "tools/call"
+    assert typed.urls == [
+        "https://pay.example/c?token=s3cr3t#x"
+    ]  # the one without a url is dropped
+    assert "https://pay.example/c" in str(typed) and "s3cr3t" not in str(typed)
+    assert url_required(ServerError(-32602, "no")) is None

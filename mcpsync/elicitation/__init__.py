@@ -24,6 +24,7 @@ from .url import (
     clean_text,
     openable,
     retry_after_urls,
+    url_requests,
     url_required,
 )
 
@@ -43,4 +44,5 @@ __all__ = [
     "parse_answer",
     "retry_after_urls",
     "url_required",
+    "url_requests",
 ]

@@ -20,7 +20,14 @@ from collections.abc import Callable
 from typing import IO, Any
 
 from .schema import FormField, SchemaUnsupported, form_fields, params_dict, parse_answer
-from .url import URLElicitationRequired, URLRequest, clean_text, openable, url_required
+from .url import (
+    URLElicitationRequired,
+    URLRequest,
+    clean_text,
+    openable,
+    url_requests,
+    url_required,
+)
 
 __all__ = ["TerminalElicitation"]
 
@@ -177,10 +184,11 @@ class TerminalElicitation:
         """For a -32042 error: show its URLs; True when the person finished every one
         (the caller may then call again; see ``url.retry_after_urls``)."""
         typed = url_required(error)
-        if not isinstance(typed, URLElicitationRequired) or not typed.requests:
+        requests = url_requests(typed) if isinstance(typed, URLElicitationRequired) else []
+        if not requests:
             return False
         with _LOCK:
             try:
-                return all(self.url(r) == "accept" for r in typed.requests)
+                return all(self.url(r) == "accept" for r in requests)
             except _Ended:
                 return False

@@ -3,8 +3,9 @@
 Owns: ``URLRequest`` (one out-of-band request: message, URL, elicitation id, the domain a
 person must see), ``openable`` (only ``https:`` links, and ``http:`` to a loopback host,
 are ever handed to a browser), ``clean_text`` (server text with terminal control
-characters removed), ``URLElicitationRequired`` (the 2025-11-25 error ``-32042``, typed,
-carrying its URL requests) with ``url_required`` (the typed error from a ``ServerError``),
+characters removed), ``url_requests`` (the ``URLRequest`` values of a
+``mcpsync.errors.URLElicitationRequired``, the 2025-11-25 error ``-32042`` that calls raise)
+and ``url_required`` (the typed error from a plain ``ServerError``),
 and ``retry_after_urls`` (show each URL through a handler, and call again only when the
 person says every one is done).
 """
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from ..errors import ServerError
+from ..errors import ServerError, URLElicitationRequired
 
 __all__ = [
     "URL_ELICITATION_REQUIRED",
@@ -28,6 +29,7 @@ __all__ = [
     "openable",
     "retry_after_urls",
     "url_required",
+    "url_requests",
 ]
 
 #: the JSON-RPC error code of URLElicitationRequiredError (2025-11-25)
@@ -95,39 +97,18 @@ def openable(url: str) -> bool:
     return False
 
 
-class URLElicitationRequired(ServerError):
-    """The server needs the person to visit one or more URLs before it can answer (-32042).
-
-    ``requests``: the ``URLRequest`` values, in the server's order. Handle it with
-    ``retry_after_urls`` (or a handler's ``resolve``), which shows each link, opens one
-    only when asked, and calls again only when the person says every one is done.
-    """
-
-    def __init__(
-        self,
-        requests: list[URLRequest],
-        message: str,
-        data: Any = None,
-        *,
-        method: str | None = None,
-    ) -> None:
-        self.requests = requests
-        super().__init__(URL_ELICITATION_REQUIRED, message, data, method=method)
-        shown = ", ".join(clean_text(r.url, 200) for r in requests)
-        self.args = (f"{self.args[0]} (open: {shown})",)
+def url_requests(error: URLElicitationRequired) -> list[URLRequest]:
+    """The ``URLRequest`` values a -32042 error carries, in the server's order."""
+    return [URLRequest.of(item) for item in error.elicitations]
 
 
 def url_required(error: BaseException) -> URLElicitationRequired | None:
-    """The typed -32042 error for ``error``, or None when it is not one."""
+    """The typed -32042 error for ``error`` (a ``ServerError`` from an older path too), or None."""
     if isinstance(error, URLElicitationRequired):
         return error
     if not isinstance(error, ServerError) or error.code != URL_ELICITATION_REQUIRED:
         return None
-    data = error.data if isinstance(error.data, dict) else {}
-    found = data.get("elicitations")
-    items: list[Any] = found if isinstance(found, list) else []
-    requests = [URLRequest.of(item) for item in items if isinstance(item, dict) and item.get("url")]
-    typed = URLElicitationRequired(requests, error.message, error.data, method=error.method)
+    typed = URLElicitationRequired(error.message, error.data, method=error.method)
     typed.__cause__ = error
     return typed
 
@@ -148,8 +129,9 @@ def retry_after_urls(
             typed = url_required(exc)
             if typed is None:
                 raise
-            if attempt == attempts or not typed.requests:
+            requests = url_requests(typed)
+            if attempt == attempts or not requests:
                 raise typed from exc
-            if any(ask(request) != "accept" for request in typed.requests):
+            if any(ask(request) != "accept" for request in requests):
                 raise typed from exc
     raise AssertionError("unreachable")  # pragma: no cover
