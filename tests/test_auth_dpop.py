@@ -208,8 +208,11 @@ def test_requests_path_answers_the_nonce_too():
 def _assert_clean_failure(info: Any, world: DPoPWorld, caplog: Any, step: str) -> None:
     assert info.value.step == step
     assert str(info.value).startswith(f"DPoP {step}:")
-    _no_secret(str(info.value), world)
-    _no_secret(repr(info.value), world)
+    err: BaseException | None = info.value
+    while err is not None:  # the whole chain, not only the error raised
+        _no_secret(str(err), world)
+        _no_secret(repr(err), world)
+        err = err.__cause__ or err.__context__
     _no_secret(caplog.text, world)
 
 
