@@ -105,3 +105,10 @@ def test_cli_tools_shows_the_icon_column():
     text = out.getvalue()
     assert "ICON" in text and "png 16x16" in text and HTTPS in text
     assert "javascript" not in text
+
+
+def test_cli_inspect_shows_the_server_icon_and_tool_icons():
+    out, err = io.StringIO(), io.StringIO()
+    assert cli_main(["inspect", "--", *SERVER], stdout=out, stderr=err) == 0, err.getvalue()
+    text = out.getvalue()
+    assert "icons         png 1x1" in text and "png 16x16" in text and "javascript" not in text

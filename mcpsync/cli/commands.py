@@ -133,6 +133,8 @@ def print_inspect(report: dict[str, Any], out: _Out) -> None:
         f"protocol      {report['protocol_version']} ({report['era']}: {report['era_reason']})",
         "capabilities  " + (", ".join(_capabilities_summary(report["capabilities"])) or "none"),
     ]
+    if display.icon_text(info):  # the server's own icon (checked; https ones as a link)
+        lines.insert(1, f"icons         {display.icon_text(info)}")
     if report["instructions"]:
         instructions = [line.rstrip() for line in report["instructions"].strip().splitlines()]
         shown = instructions[:_INSTRUCTION_LINES]
