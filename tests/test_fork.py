@@ -9,6 +9,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from typing import Any
 
 import pytest
@@ -82,7 +83,9 @@ def _reap(pid: int) -> int:
 
 def _attempt(what: str, call: Callable[[], Any]) -> dict[str, Any]:
     try:
-        call()
+        result = call()
+        if isinstance(result, Future):  # the raw layer: its future fails (nothing was sent)
+            result.result(timeout=WAIT)
     except ForkedError as exc:
         return {what: ["ForkedError", str(exc), exc.owner_pid, exc.pid]}
     except BaseException as exc:  # noqa: BLE001 - reported to the parent
@@ -110,6 +113,14 @@ def test_forked_session_refuses_every_call_and_the_parent_goes_on(demo: mcpsync.
         out |= _attempt("ping", demo.ping)
         out |= _attempt("set_logging_level", lambda: demo.set_logging_level("info"))
         out |= _attempt("on_tools_changed", lambda: demo.on_tools_changed(lambda: None))
+        out |= _attempt("submit_list_tools", demo.submit_list_tools)
+        out |= _attempt("list_resources", demo.list_resources)
+        out |= _attempt("list_resource_templates", demo.list_resource_templates)
+        out |= _attempt("read_resource", lambda: demo.read_resource("demo://x"))
+        out |= _attempt("subscribe", lambda: demo.subscribe_resource("demo://x", print))
+        out |= _attempt("list_prompts", demo.list_prompts)
+        out |= _attempt("get_prompt", lambda: demo.get_prompt("p"))
+        out |= _attempt("raw request", lambda: demo.connection.request("ping"))
         out |= _attempt("close", demo.close)
         out |= _attempt("call_after_close", demo.ping)
         return out
@@ -127,7 +138,8 @@ def test_forked_session_refuses_every_call_and_the_parent_goes_on(demo: mcpsync.
             f"opened in process {parent}" in outcome[1]
             and f"os.fork() in process {pid}" in outcome[1]
         )
-        assert "session 'demo-fork'" in outcome[1]
+        named = "stdio transport to 'demo-fork'" if what == "raw request" else "session 'demo-fork'"
+        assert named in outcome[1], (what, outcome)
     # The parent never noticed: same server, same session, every call answered.
     assert server.poll() is None
     assert not demo.closed

@@ -39,7 +39,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .._lifecycle import Owned, own
+from .._lifecycle import Owned, forked, own
+from .._lifecycle import error as _forked_error
 
 __all__ = ["Transport", "Features", "Message", "OnMessage", "OnClose", "OnError"]
 
@@ -109,6 +110,12 @@ class Transport(Owned, ABC):
         so that a later ``close()`` ends by ``deadline`` (a ``time.monotonic()`` value);
         True while more steps are needed (called again, about every 10 ms)."""
         return False
+
+    def _check_owner(self) -> None:
+        """For ``send()`` of a closed transport: in a forked child the reason is the fork
+        (``ForkedError``), not a close. Implementations call it before their own error."""
+        if forked(self):
+            raise _forked_error(self)
 
     def set_protocol_version(self, version: str) -> None:  # noqa: B027 - optional hook
         """Called once the protocol version is agreed (HTTP sends it as a header)."""

@@ -64,6 +64,7 @@ class MemoryTransport(Transport):
     ) -> None:
         peer = self.peer
         if self._closed.is_set() or peer is None or peer._closed.is_set():
+            self._check_owner()  # ForkedError in a forked child
             raise TransportError(f"memory transport {self.name!r} is closed")
         peer._inbox.put(encode(message))
 

@@ -197,6 +197,7 @@ class StdioTransport(ChildProcess, PipeReader, LineFramer, Transport):
     ) -> None:
         data = encode(message) + b"\n"
         if self._shut or self._stdin is None:
+            self._check_owner()  # ForkedError in a forked child
             raise TransportError(f"stdio transport to {self.name!r} is closed")
         main = get_ident() == _MAIN_IDENT
         if main:  # a Ctrl-C waits for the message boundary (see the module docstring)

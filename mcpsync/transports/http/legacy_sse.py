@@ -151,6 +151,7 @@ class LegacySSETransport(HTTPTransport):
     ) -> None:
         endpoint = self.endpoint
         if self._closing.is_set() or endpoint is None:
+            self._check_owner()  # ForkedError in a forked child
             raise TransportError(f"{self.describe()}: transport is closed or not started")
         if self._ended is not None:  # replies could only come over the stream that ended
             raise ConnectError(f"{self.describe()}: the event stream ended ({self._ended})")

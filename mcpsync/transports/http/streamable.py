@@ -206,6 +206,7 @@ class StreamableHTTPTransport(SessionLifecycle, HTTPTransport):
         ``TLSError``, ``RequestTimeout``, or ``ProtocolError`` (a reply that is not JSON-RPC).
         """
         if self._closing.is_set():
+            self._check_owner()  # ForkedError in a forked child
             raise TransportError(f"{self.describe()}: transport is closed")
         method = message.get("method") if isinstance(message, dict) else None
         is_request = method is not None and "id" in message
