@@ -344,3 +344,21 @@ def test_cli_inspect_card(site):
         cli_main(["inspect", f"{site.origin}/mcp", "--card"], stdout=io.StringIO(), stderr=err) == 1
     )
     assert "CardError" in err.getvalue() and "reverse-DNS" in err.getvalue()
+
+
+def test_connect_card_the_callers_headers_and_transport_win(site):
+    from mcpsync.cards import resolve_target
+
+    site.json("/mcp/server-card", TEMPLATED)
+    mcpsync.cards.CARD_CACHE.clear()
+    target, headers, transport = resolve_target(
+        f"{site.origin}/mcp", {"tenant": "acme", "token": "t0k"},
+        headers={"X-Region": "eu-west-1"}, transport="auto", timeout=5,
+    )  # fmt: skip
+    assert target == "https://acme.example.com/mcp" and transport == "streamable-http"
+    assert headers == {"Authorization": "Bearer t0k", "X-Region": "eu-west-1"}
+    _, _, transport = resolve_target(f"{site.origin}/mcp", {"tenant": "a", "token": "t"},
+                                     headers=None, transport="sse", timeout=5)  # fmt: skip
+    assert transport == "sse"  # the sse remote, as asked
+    with pytest.raises(CardError, match="needs an http"):
+        resolve_target(["python", "server.py"], True, headers=None, transport="auto", timeout=5)
