@@ -163,3 +163,43 @@ def test_official_sdk_modern_server_killed_comes_back_with_its_listen_stream(no_
         s.call_tool("add_tool", {"name": "fresh"})
         assert changed.wait(WAIT)
         assert "fresh" in {t.name for t in s.list_tools()}
+
+
+@pytest.mark.real
+def test_official_sdk_modern_http_server_restarted_on_its_port(no_leaks):
+    from servers.launch import SERVERS_DIR, free_port, start_server
+
+    from mcpsync.protocol.choose import Caches
+
+    port = free_port()
+    argv = [sys.executable, str(SERVERS_DIR / "modern_sdk_server.py"), "http", "--port", str(port)]
+    seen = Restarts()
+    failed_attempt = LogWatch("failed")
+    policy = RestartPolicy(backoff=0.05, max_backoff=0.2, max_attempts=100, on_restart=seen)
+    updated = threading.Event()
+    try:
+        with start_server(argv, port=port, path="/mcp", ready_pattern="ready") as server:
+            s = mcpsync.Session.connect(
+                server.url, era="modern", timeout=10, connect_timeout=5, restart=policy,
+                _caches=Caches(),
+            )  # fmt: skip
+            s.subscribe_resource("demo://readme", lambda uri: updated.set())
+        # the server is gone (its process group killed): a call cannot reach it
+        try:
+            with pytest.raises(ServerRestarted) as info:
+                s.call_tool("echo", {"message": "lost"})
+            assert went_away(info.value.reason)
+            assert failed_attempt.wait(WAIT)  # an attempt met the closed port
+            with start_server(argv, port=port, path="/mcp", ready_pattern="ready"):
+                event = seen.wait()
+                assert (
+                    event.ok and event.failures and "subscription demo://readme" in event.reopened
+                )
+                assert s.era == "modern"
+                s.call_tool("touch_resource", {"uri": "demo://readme"})
+                assert updated.wait(WAIT)  # on the listen stream opened with the new process
+                s.close()
+        finally:
+            s.close()
+    finally:
+        failed_attempt.remove()
