@@ -262,3 +262,22 @@ def test_cli_cacert_and_cert(pki, capsys, no_leaks):
         assert code == 3 and "TLS failure" in out.err and "--cacert FILE" in out.err
         code = cli.main(["tools", server.url, "--insecure", "--cert", pki["client_both"]])
         assert code == 0, capsys.readouterr().err
+
+
+def test_cli_smoke_with_cacert(pki, capsys, tmp_path, no_leaks):
+    """``mcpsync smoke`` applies --cacert / --cert to every HTTP entry of the file."""
+    import json
+
+    with tls_server(pki, client_cert=True) as server:
+        config = tmp_path / "mcp.json"
+        config.write_text(json.dumps({"mcpServers": {"corp": {"url": server.url}}}))
+        tls = ["--cacert", pki["ca"], "--cert", pki["client_cert"], "--key", pki["client_key"]]
+        code = cli.main(["smoke", str(config), "--json", "--no-store", *tls])
+        out = capsys.readouterr()
+        assert code == 0, out.err
+        (entry,) = json.loads(out.out)["servers"]
+        assert entry["ok"] and "echo" in entry["tools"]
+        code = cli.main(["smoke", str(config), "--json", "--no-store"])
+        out = capsys.readouterr()
+        (entry,) = json.loads(out.out)["servers"]
+        assert code != 0 and not entry["ok"] and "TLS failure" in entry["error"]

@@ -6,12 +6,14 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from .. import display
 from ..config import default_config_paths, load_config
 from .arguments import UsageError, _json_object, _parse_pairs
 from .commands import _indent, _ms
+from .targets import _apply_tls
 
 if TYPE_CHECKING:
     from .output import _Out
@@ -44,6 +46,13 @@ def run_smoke(ns: argparse.Namespace, out: _Out) -> int:
     ]
     inputs = _parse_pairs(ns.input, what="--input", parse_json=False)
     config = load_config(path, inputs=inputs)
+    tls: dict[str, Any] = {}
+    _apply_tls(tls, ns)  # --cacert / --insecure / --cert: over every HTTP entry's own
+    if tls:
+        config.entries = {
+            name: entry if entry.is_stdio else dataclasses.replace(entry, **tls)
+            for name, entry in config.entries.items()
+        }
     token_store = ns.token_store
     if token_store is None and not ns.no_store:
         from ..auth.storage import default_store_path
