@@ -23,8 +23,9 @@ Interpreter exit: the ``atexit`` hook (run after non-daemon threads were joined)
 every live transport's ladder at once, in rounds of non-blocking steps (stdio: close the
 server's stdin, so all servers see EOF together; SIGTERM then SIGKILL for the ones still
 there, each at its share of the bound), then closes every live session and transport in
-turn (quick: their processes are gone), all within ``EXIT_TIMEOUT``. It starts no thread
-(Python 3.12+ refuses new threads at exit).
+turn (quick: their processes are gone), all within ``EXIT_TIMEOUT``. The hook itself
+starts no thread and closes hosts through their sessions (``Host.close`` closes in
+parallel threads, which Python 3.12+ refuses at exit).
 """
 
 from __future__ import annotations

@@ -329,3 +329,45 @@ def test_the_spawner_thread_lives_exactly_as_long_as_its_children() -> None:
             pipe.close()
     again.join(WAIT)
     assert not again.is_alive()
+
+
+@linux_only
+def test_reaped_counts_once_however_many_threads_report_it() -> None:
+    if spawn.method() == "off":
+        pytest.skip("no parent-death signal here: no spawner")
+    procs: list[spawn.ServerProcess] = []
+    worker = threading.Thread(
+        target=lambda: procs.extend(
+            spawn.spawn(["cat"], env=dict(os.environ), cwd=None) for _ in range(2)
+        )
+    )
+    worker.start()
+    worker.join(WAIT)
+    first, second = procs
+    spawner = spawn._SPAWNER
+    count = spawner._children  # these two (and any other test's still running)
+    assert count >= 2
+    first.kill()
+    first.wait(WAIT)
+    start = threading.Barrier(8)
+
+    def report() -> None:
+        start.wait(WAIT)
+        first.reaped()
+
+    threads = [threading.Thread(target=report) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(WAIT)
+    assert spawner._children == count - 1  # once: the second child still holds the spawner
+    second.reaped()  # still running: no effect
+    assert spawner._children == count - 1
+    second.kill()
+    second.wait(WAIT)
+    second.reaped()
+    assert spawner._children == count - 2
+    for proc in procs:
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()

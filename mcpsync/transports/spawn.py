@@ -71,17 +71,21 @@ class ServerProcess(subprocess.Popen[bytes]):
     _spawner: _Spawner | None = None
 
     def reaped(self) -> None:
-        """The process has exited and was waited for: its spawner need not outlive it.
-        Called by the shutdown ladder; a no-op until ``returncode`` is known."""
-        spawner, self._spawner = self._spawner, None
-        if spawner is not None:
+        """The process has exited and was waited for: its spawner need not outlive it, and
+        its job is closed. Called by the shutdown ladder (from any thread, maybe twice); a
+        no-op until ``returncode`` is known."""
+        with _REAP_LOCK:  # once only: a second child_gone() would end the spawner early
             if self.returncode is None:
-                self._spawner = spawner  # still running: the spawner must stay
-                return
+                return  # still running: the spawner (its parent-death "parent") must stay
+            spawner, self._spawner = self._spawner, None
+            job, self.job = self.job, None
+        if spawner is not None:
             spawner.child_gone()
-        job, self.job = self.job, None
         if job is not None:
             job.close()  # kill-on-close: what is left of the tree ends with it
+
+
+_REAP_LOCK = threading.Lock()
 
 
 # -- the Linux parent-death signal ----------------------------------------------------------
@@ -252,9 +256,11 @@ _SPAWNER = _Spawner()
 
 
 def _after_fork_in_child() -> None:
-    """The spawner thread did not survive the fork: the child starts its own on demand."""
-    global _SPAWNER
+    """The spawner thread did not survive the fork: the child starts its own on demand
+    (and takes a fresh lock: the old one's holder may be a thread the fork left behind)."""
+    global _SPAWNER, _REAP_LOCK
     _SPAWNER = _Spawner()
+    _REAP_LOCK = threading.Lock()
 
 
 if hasattr(os, "register_at_fork"):  # POSIX
