@@ -22,6 +22,8 @@ from typing import Any
 
 import requests
 
+from .fastresponse import FastResponse
+
 __all__ = ["_FastPool", "_FastReply", "_Buffered", "_ConnectTimeout"]
 
 
@@ -231,11 +233,11 @@ class _OneWrite:
 
 
 class _HTTPConnection(_OneWrite, http.client.HTTPConnection):
-    pass
+    response_class = FastResponse  # the header fields without email.parser (fastresponse)
 
 
 class _HTTPSConnection(_OneWrite, http.client.HTTPSConnection):
-    pass
+    response_class = FastResponse
 
 
 class _ConnectTimeout(TimeoutError):
