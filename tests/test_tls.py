@@ -232,6 +232,10 @@ def test_config_entry_verify_and_cert(pki, no_leaks):
             assert _echo(s) == "over tls"
         with mcpsync.Host([entry]) as host:
             assert host.call_tool("corp__echo", {"message": "host"}).content[0].text == "host"
+        plain = parse_entry("corp", {"url": server.url})  # the TLS settings from the Host
+        tls = {"verify": pki["ca"], "cert": pki["client_both"]}
+        with mcpsync.Host([plain], session_kwargs=tls) as host:
+            assert host.call_tool("corp__echo", {"message": "kw"}).content[0].text == "kw"
 
 
 def test_config_entry_tls_settings_are_checked():
