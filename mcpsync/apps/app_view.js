@@ -35,7 +35,20 @@ function notebookVariables() {
   return out;
 }
 
+// one live app per widget: the bridge in Python is one app's (its answers go to every view)
+// (keyed by the widget's app_id: each view may get its own model wrapper)
+const LIVE = new Set();
+
 function render({ model, el }) {
+  const appId = model.get("app_id");
+  if (LIVE.has(appId)) {
+    const note = document.createElement("div");
+    note.className = "mcpsync-app-stopped";
+    note.textContent = "This app is shown in another output; call mcpsync.apps.call(...) again to show it here.";
+    el.appendChild(note);
+    return () => {};
+  }
+  LIVE.add(appId);
   const root = document.createElement("div");
   root.className = "mcpsync-app";
   if (model.get("border")) root.classList.add("mcpsync-app-border");
@@ -151,6 +164,7 @@ function render({ model, el }) {
 
   return () => {
     live = false;
+    LIVE.delete(appId);
     themeWatch.disconnect();
     window.removeEventListener("message", onMessage);
     model.off("msg:custom", onCustom);

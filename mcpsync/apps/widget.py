@@ -15,6 +15,7 @@ away from the document it was given.
 from __future__ import annotations
 
 import pathlib
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -48,6 +49,7 @@ class AppView(anywidget.AnyWidget):  # type: ignore[misc]
     label = traitlets.Unicode("").tag(sync=True)
     max_bytes = traitlets.Int(MAX_MESSAGE_BYTES).tag(sync=True)
     follow_theme = traitlets.Bool(True).tag(sync=True)
+    app_id = traitlets.Unicode("").tag(sync=True)  # one live view per app (app_view.js)
 
     def __init__(
         self,
@@ -74,6 +76,7 @@ class AppView(anywidget.AnyWidget):  # type: ignore[misc]
             label=f"{tool.name} · {resource.uri}",
             max_bytes=bridge_options.get("max_message_bytes", MAX_MESSAGE_BYTES),
             follow_theme=theme is None,
+            app_id=uuid.uuid4().hex,
         )
         self.bridge = AppBridge(
             session,

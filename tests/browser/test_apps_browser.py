@@ -2,7 +2,7 @@
 and Notebook 7 (the same widget in both).
 
 A Jupyter server on 127.0.0.1 (token, temporary root, runtime and config dirs, no network)
-opens a notebook of three cells, each connecting with ``extensions=mcpsync.apps.EXTENSION``
+opens a notebook of four cells, each connecting with ``extensions=mcpsync.apps.EXTENSION``
 and showing a tool's app (``mcpsync.apps.call``):
 
 1. the real npm ``@modelcontextprotocol/server-basic-vanillajs`` (through
@@ -15,7 +15,10 @@ and showing a tool's app (``mcpsync.apps.call``):
    the model-only tool and a 2 MB message are refused (the tool call never reaches the
    server), a legitimate call is answered; a theme switch reaches it; navigating its frame
    away stops the relay;
-3. the real npm ``server-budget-allocator`` (chart.js inline) renders its chart.
+3. the real npm ``server-budget-allocator`` (chart.js inline) renders its chart;
+4. mcpsync's demo counter (``python -m mcpsync.apps.demo``) displayed twice: the second
+   output says it is shown elsewhere (one live view per app); "+1" calls the app-only
+   ``increment`` tool and the new count appears.
 
 Screenshots are saved (``MCPSYNC_APPS_SCREENSHOTS`` names the folder; default: the test's
 temporary folder). Every wait is bounded (WebDriverWait, HTTP polls with deadlines); the
@@ -107,6 +110,8 @@ def _notebook(log: Path, probe_log: Path, probe_port: int) -> dict[str, Any]:
     probe = [sys.executable, str(PROXY), str(probe_log), "--", sys.executable, str(PROBE),
              "--probe-port", str(probe_port)]  # fmt: skip
     budget = ["mcp-budget-allocator-server", "--stdio"]
+    counter = [sys.executable, str(PROXY), str(probe_log.with_name("counter.log")), "--",
+               sys.executable, "-m", "mcpsync.apps.demo"]  # fmt: skip
     connect = "mcpsync.Session.connect({!r}, extensions=mcpsync.apps.EXTENSION)"
     cells = [
         _cell("basic", f"import mcpsync, mcpsync.apps\ns = {connect.format(basic)}\n"
@@ -114,6 +119,10 @@ def _notebook(log: Path, probe_log: Path, probe_port: int) -> dict[str, Any]:
         _cell("probe", f"p = {connect.format(probe)}\nmcpsync.apps.call(p, 'probe')"),
         _cell("budget", f"b = {connect.format(budget)}\n"
                         "mcpsync.apps.call(b, 'get-budget-data', height=500)"),
+        _cell("twice", "from IPython.display import display\n"
+                       f"c = {connect.format(counter)}\n"
+                       "counter = mcpsync.apps.call(c, 'counter')\n"
+                       "display(counter)\ndisplay(counter)"),
     ]  # fmt: skip
     return {
         "cells": cells,
@@ -263,14 +272,24 @@ def test_apps_render_and_their_tool_calls_round_trip(jupyterlab, browser, tmp_pa
         raise
     browser.execute_script("window.jupyterapp.commands.execute('notebook:run-all-cells')")
 
-    frames = wait.until(
-        lambda d: len(f := d.find_elements(By.CSS_SELECTOR, "iframe.mcpsync-app-frame")) == 3 and f
-    )
+    try:
+        frames = wait.until(
+            lambda d: (
+                len(f := d.find_elements(By.CSS_SELECTOR, "iframe.mcpsync-app-frame")) == 4 and f
+            )
+        )
+    except Exception:
+        browser.get_screenshot_as_file(str(shot_dir / "frames-wait.png"))
+        raise
     for each in frames:
         assert each.get_attribute("sandbox") == "allow-scripts"  # no allow-same-origin
         srcdoc = each.get_attribute("srcdoc")
         assert srcdoc.startswith('<!DOCTYPE html><meta http-equiv="Content-Security-Policy"')
-    frame, probe_frame, budget_frame = frames
+    frame, probe_frame, budget_frame, counter_frame = frames
+    shown_twice = browser.find_elements(By.CSS_SELECTOR, ".mcpsync-app-stopped")
+    assert [e.text for e in shown_twice] == [  # the second display of one AppView
+        "This app is shown in another output; call mcpsync.apps.call(...) again to show it here."
+    ]
 
     # the kernel's call: one tools/call reached the server; its answer is shown in the app
     first_call = WebDriverWait(browser, 60).until(lambda d: (_tool_calls(log) or [None])[0])
@@ -335,7 +354,7 @@ def test_apps_render_and_their_tool_calls_round_trip(jupyterlab, browser, tmp_pa
         lambda d: d.find_elements(By.CSS_SELECTOR, ".mcpsync-app-stopped")
     )
     assert "navigated away" in stopped[0].text
-    assert len(browser.find_elements(By.CSS_SELECTOR, "iframe.mcpsync-app-frame")) == 2
+    assert len(browser.find_elements(By.CSS_SELECTOR, "iframe.mcpsync-app-frame")) == 3
 
     # the budget allocator (chart.js inline, 440 kB) renders under the default policy
     browser.switch_to.frame(budget_frame)
@@ -346,6 +365,18 @@ def test_apps_render_and_their_tool_calls_round_trip(jupyterlab, browser, tmp_pa
         )
     )
     browser.switch_to.default_content()
+
+    # mcpsync's own demo app: its "+1" calls the app-only tool increment through the bridge
+    browser.switch_to.frame(counter_frame)
+    counter = WebDriverWait(browser, 60)
+    counter.until(lambda d: d.find_element(By.ID, "status").text == "ready")
+    before = int(browser.find_element(By.ID, "count").text)
+    browser.find_element(By.ID, "plus").click()
+    counter.until(lambda d: d.find_element(By.ID, "status").text == "incremented")
+    assert int(browser.find_element(By.ID, "count").text) == before + 1
+    browser.switch_to.default_content()
+    names = [m["params"]["name"] for m in _tool_calls(probe_log.with_name("counter.log"))]
+    assert names == ["counter", "increment"], names
     browser.execute_script("arguments[0].scrollIntoView()", frame)
     shot = shot_dir / "apps-basic.png"
     browser.get_screenshot_as_file(str(shot))
