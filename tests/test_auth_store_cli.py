@@ -5,6 +5,7 @@ resource + client, and ``KeyringTokenStore`` over a keyring backend set up here.
 from __future__ import annotations
 
 import argparse
+import io
 import stat
 import sys
 from pathlib import Path
@@ -53,7 +54,9 @@ def _ns(**options: Any) -> argparse.Namespace:
     return argparse.Namespace(**{**base, **options})
 
 
-def test_cli_keeps_tokens_in_the_cache_file_and_reuses_them(cache_home, no_leaks, capsys):
+def test_cli_keeps_tokens_in_the_cache_file_and_reuses_them(
+    cache_home, no_leaks, capsys, monkeypatch
+):
     """A token obtained once lands in the per-user file (0600 in a 0700 folder); the next
     ``mcpsync`` run uses it without asking anybody (stdin is closed: a prompt would fail);
     with ``--no-store`` nothing is read or written there."""
@@ -83,6 +86,7 @@ def test_cli_keeps_tokens_in_the_cache_file_and_reuses_them(cache_home, no_leaks
         assert server.auth_server.stats()["authorizations"] == authorizations  # none more
 
         before = path.read_bytes()
+        monkeypatch.setattr(sys, "stdin", io.StringIO(""))  # nobody at the terminal
         code = cli.main(["call", server.url, "echo", "message=three", "--oauth", "--no-store"])
         out = capsys.readouterr()
         assert code == 3 and "no authorization response was pasted" in out.err  # asked, nobody
