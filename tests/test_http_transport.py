@@ -1381,7 +1381,9 @@ def test_session_over_official_sdk_server(no_leaks, json_response):
             ):  # the SDK sends request-related server requests on the POST stream only
                 assert s.call_tool("sample", {"prompt": "p"}).content[0].text == "sampled"
                 assert "Ann" in s.call_tool("elicit", {"message": "name?"}).content[0].text
-            # roots/list is not tied to a request: it comes over the GET back-channel
+            # roots/list is not tied to a request: it comes over the GET back-channel,
+            # which opens in the background after initialization
+            assert s.transport.wait_back_channel(30)
             assert "file:///work" in s.call_tool("list_roots", {}).content[0].text
             seen = []
             s.call_tool("long_running", {"duration": 0.2, "steps": 2}, on_progress=seen.append)

@@ -243,7 +243,12 @@ class Host(_ToolRouting):
                 t.start()
                 threads.append(t)
         deadline = time.monotonic() + bound
+        # the bring-ups in progress unwind too (their transports were closed above): once
+        # joined, a process one of them spawned as the host closed has been killed
+        threads += [s.thread for s in self._servers.values() if s.thread is not None]
         for t in threads:
+            if t is threading.current_thread() or t.ident is None:
+                continue  # not started yet: it will see the host closed and start nothing
             t.join(max(0.0, deadline - time.monotonic()))
             if t.is_alive():
                 log.warning("%s did not finish within %.1fs", t.name, bound)

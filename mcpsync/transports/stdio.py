@@ -153,6 +153,12 @@ class StdioTransport(ChildProcess, PipeReader, LineFramer, Transport):
             self.process = spawn(self.argv, env=self.env, cwd=self.cwd)
         except (OSError, ValueError) as exc:
             raise TransportError(f"cannot start server {self.argv[0]!r}: {exc}") from exc
+        if self._closing.is_set():  # close() ran while it spawned and saw no process
+            self.kill()
+            for pipe in (self.process.stdin, self.process.stdout, self.process.stderr):
+                if pipe is not None:
+                    pipe.close()
+            raise TransportError(f"stdio transport to {self.name!r} was closed while starting")
         _GUARD.opened()
         self._stdin = self.process.stdin
         assert self._stdin is not None

@@ -156,6 +156,7 @@ class StreamableHTTPTransport(SessionLifecycle, HTTPTransport):
         self._expired_id: str | None = None
         self._expiry_generation = 0
         self._streams: set[_Stream] = set()
+        self._get_open = threading.Event()  # set while the GET back-channel is open
         self._started = False
         self._get_thread: threading.Thread | None = None
         self._what_cache: tuple[Target, str] | None = None
@@ -526,6 +527,12 @@ class StreamableHTTPTransport(SessionLifecycle, HTTPTransport):
 
     # -- the GET back-channel ----------------------------------------------------------------
 
+    def wait_back_channel(self, timeout: float) -> bool:
+        """Wait (at most ``timeout`` s) until the GET back-channel is open: the stream a server
+        uses for requests and notifications not tied to a client request. It opens in the
+        background after initialization; False if it is not open in time or not offered."""
+        return self._get_open.wait(timeout)
+
     def _maybe_open_back_channel(self) -> None:
         with self._state_lock:
             if (
@@ -574,10 +581,12 @@ class StreamableHTTPTransport(SessionLifecycle, HTTPTransport):
             if not self._register(stream):
                 response.close()
                 return
+            self._get_open.set()
             seen = parser.last_event_id
             ended = self._read_stream(stream, parser, None)
             with self._state_lock:
                 self._streams.discard(stream)
+                self._get_open.clear()
             if closing.is_set():
                 return
             if isinstance(ended, RequestTimeout):
