@@ -9,7 +9,8 @@ and showing a tool's app (``mcpsync.apps.call``):
    ``recording_proxy.py``, which records every line to and from it): the server time from
    the kernel's call is shown inside the app's iframe; a click on "Get Server Time" makes
    the app call ``get-time`` through the bridge; the server receives that second
-   ``tools/call`` and the time it answered appears in the app;
+   ``tools/call`` and the time it answered appears in the app; "Open Link" shows the link
+   in the widget with Open / Dismiss (nothing opens by itself);
 2. a hostile probe app (``probe_app_server.py``): reading the notebook page or its cookies,
    reaching a local port by ``fetch`` or an image all fail, an unknown method, a call to
    the model-only tool and a 2 MB message are refused (the tool call never reaches the
@@ -314,7 +315,22 @@ def test_apps_render_and_their_tool_calls_round_trip(jupyterlab, browser, tmp_pa
     inner.until(lambda d: d.find_element(By.ID, "server-time").text == expected)
     assert expected != first_answer["structuredContent"]["time"]
 
+    # ui/open-link: the widget asks the person (the link is shown, nothing opens by itself)
+    browser.find_element(By.ID, "open-link-btn").click()
     browser.switch_to.default_content()
+    ask = WebDriverWait(browser, 60).until(
+        lambda d: d.find_elements(By.CSS_SELECTOR, ".mcpsync-app-link")
+    )[0]
+    assert ask.find_element(By.TAG_NAME, "code").text == "https://modelcontextprotocol.io/"
+    opener = ask.find_element(By.TAG_NAME, "a")
+    assert opener.get_attribute("href") == "https://modelcontextprotocol.io/"
+    assert opener.get_attribute("rel") == "noopener noreferrer"
+    assert len(browser.window_handles) == 1  # nothing was opened
+    ask.find_element(By.TAG_NAME, "button").click()  # Dismiss: the app hears "declined"
+    WebDriverWait(browser, 30).until(
+        lambda d: not d.find_elements(By.CSS_SELECTOR, ".mcpsync-app-link")
+    )
+    assert len(browser.window_handles) == 1
 
     # the hostile probe: everything it must not do failed, the bridge refused the rest
     browser.switch_to.frame(probe_frame)
@@ -350,10 +366,10 @@ def test_apps_render_and_their_tool_calls_round_trip(jupyterlab, browser, tmp_pa
     )
     browser.find_element(By.ID, "leave").click()  # the app navigates its frame away
     browser.switch_to.default_content()
-    stopped = WebDriverWait(browser, 60).until(
-        lambda d: d.find_elements(By.CSS_SELECTOR, ".mcpsync-app-stopped")
-    )
-    assert "navigated away" in stopped[0].text
+    notes = ".mcpsync-app-stopped"  # the probe's note joins the second display's
+    WebDriverWait(browser, 60).until(lambda d: len(d.find_elements(By.CSS_SELECTOR, notes)) == 2)
+    texts = [e.text for e in browser.find_elements(By.CSS_SELECTOR, notes)]
+    assert "The app navigated away from its document; it was stopped." in texts, texts
     assert len(browser.find_elements(By.CSS_SELECTOR, "iframe.mcpsync-app-frame")) == 3
 
     # the budget allocator (chart.js inline, 440 kB) renders under the default policy
