@@ -149,11 +149,15 @@ _build_lock = threading.RLock()  # builds one validator at a time (pydantic's la
 
 def _validator(model_name: str) -> Callable[[Any], Any]:
     model = getattr(types(), model_name)
-    with _build_lock:
+    if not _build_lock.acquire(timeout=IMPORT_WAIT):
+        raise RequestTimeout(f"building the {model_name} validator took over {IMPORT_WAIT:g} s")
+    try:
         found = _validators.get(model_name)
         if found is None:
             found = _tagged_content(model) or model.__pydantic_validator__.validate_python
             _validators[model_name] = found
+    finally:
+        _build_lock.release()
     return found
 
 
