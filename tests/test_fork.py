@@ -268,6 +268,44 @@ def test_memory_session_in_child() -> None:
         server.end.close()
 
 
+def test_the_child_opens_its_own_sessions_from_any_thread(demo: mcpsync.Session) -> None:
+    """After the fork the child starts servers of its own, from a worker thread too (its
+    spawner thread is its own: the parent's did not survive the fork), and closes them."""
+    import threading
+
+    # the parent has a spawner thread at work while it forks
+    box: dict[str, Any] = {}
+    worker = threading.Thread(target=lambda: box.update(s=mcpsync.Session.connect(DEMO)))
+    worker.start()
+    worker.join(WAIT)
+    parents = box["s"]
+
+    def child() -> dict[str, Any]:
+        out: dict[str, Any] = {}
+
+        def use() -> None:
+            with mcpsync.Session.connect(DEMO, name="child-own", connect_timeout=15) as own:
+                out["echo"] = own.call_tool("echo", {"message": "mine"}).content[0].text
+                out["code"] = None
+            out["code"] = own.transport.process.returncode  # type: ignore[attr-defined]
+
+        thread = threading.Thread(target=use)
+        thread.start()
+        thread.join(WAIT)
+        out["alive"] = thread.is_alive()
+        return out
+
+    try:
+        pid, results, release = _in_child(child)
+        got = _read_result(results)
+        os.close(release)
+        assert _reap(pid) == 0
+        assert got == {"echo": "mine", "code": 0, "alive": False}
+        assert parents.call_tool("echo", {"message": "p"}).content[0].text == "p"
+    finally:
+        parents.close()
+
+
 def test_the_error_is_public_and_a_session_closed() -> None:
     assert mcpsync.ForkedError is ForkedError
     assert issubclass(ForkedError, SessionClosed) and issubclass(ForkedError, MCPSyncError)
