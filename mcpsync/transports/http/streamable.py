@@ -63,15 +63,11 @@ from .client import (
 from .headers import encode_header_value, mcp_name
 from .session import _HANDSHAKE, MAX_RESENDS, SessionLifecycle
 from .sse import EventTooLarge, SSEParser, _names_method, read_events, response_id
+from .streams import BackChannel, _retry_delay, _Stream
 
 __all__ = ["StreamableHTTPTransport", "ResponseLost"]
 
 log = logging.getLogger("mcpsync.http")
-
-#: reconnection delay when a server gave no ``retry:`` (the SSE standard leaves it to the client)
-DEFAULT_RETRY = 1.0
-#: longest reconnection delay honoured (a server's ``retry:`` may ask for years)
-MAX_RETRY_DELAY = 60.0
 
 
 class ResponseLost(TransportError):
@@ -86,22 +82,7 @@ class ResponseLost(TransportError):
         super().__init__(message)
 
 
-class _Stream:
-    """One SSE stream being read: a POST reply (with its request id), or the GET back-channel."""
-
-    __slots__ = ("kind", "request_id", "response", "thread", "answered", "resumed", "aborted")
-
-    def __init__(self, kind: str, request_id: Any, response: Any) -> None:
-        self.kind = kind
-        self.request_id = request_id
-        self.response = response
-        self.thread: threading.Thread | None = None
-        self.answered = False
-        self.resumed = False
-        self.aborted = False
-
-
-class StreamableHTTPTransport(SessionLifecycle, HTTPTransport):
+class StreamableHTTPTransport(BackChannel, SessionLifecycle, HTTPTransport):
     """MCP over Streamable HTTP: one POST per message; JSON or SSE replies; GET back-channel."""
 
     kind = "streamable-http"
@@ -512,97 +493,3 @@ class StreamableHTTPTransport(SessionLifecycle, HTTPTransport):
         )
         error.__cause__ = cause
         self._report(error)
-
-    def _open_get(self, last_event_id: str | None, read_timeout: float | None) -> Any:
-        headers = self._side_headers(ACCEPT_SSE, last_event_id)
-        response, _ = self._http.request("GET", self.target, headers, None, read_timeout)
-        if response.status == 200 and not response.headers.get(
-            "content-type", ""
-        ).lower().startswith(ACCEPT_SSE):
-            discard(response)
-            raise ProtocolError(
-                f"GET {safe_url(self.target.url)}: 200 reply is not an event stream"
-            )
-        return response
-
-    # -- the GET back-channel ----------------------------------------------------------------
-
-    def wait_back_channel(self, timeout: float) -> bool:
-        """Wait (at most ``timeout`` s) until the GET back-channel is open: the stream a server
-        uses for requests and notifications not tied to a client request. It opens in the
-        background after initialization; False if it is not open in time or not offered."""
-        return self._get_open.wait(timeout)
-
-    def _maybe_open_back_channel(self) -> None:
-        with self._state_lock:
-            if (
-                not self.back_channel
-                or not self._started
-                or self.protocol_version is None
-                or self._modern
-                or self._get_unsupported
-                or self._closing.is_set()
-                or (self._get_thread is not None and self._get_thread.is_alive())
-            ):
-                return
-            self._get_thread = threading.Thread(
-                target=self._run_back_channel, name=f"mcpsync-http-get[{self.name}]", daemon=True
-            )
-            self._get_thread.start()
-
-    def _run_back_channel(self) -> None:
-        parser = SSEParser(self.max_event_bytes)
-        failures = 0
-        closing = self._closing
-        while not closing.is_set():
-            try:
-                response = self._open_get(parser.last_event_id, self.sse_read_timeout)
-            except MCPSyncError as exc:
-                failures += 1
-                if failures > self.max_reconnects:
-                    log.warning("mcpsync: GET stream of %s given up: %s", self.describe(), exc)
-                    return
-                if closing.wait(_retry_delay(parser)):
-                    return
-                continue
-            if response.status != 200:
-                status = response.status
-                discard(response)
-                if status == 405:
-                    self._get_unsupported = True  # the server offers no GET stream
-                    log.debug("mcpsync: %s offers no GET stream (405)", self.describe())
-                else:
-                    log.info(
-                        "mcpsync: GET stream of %s refused with HTTP %s", self.describe(), status
-                    )
-                return
-            stream = _Stream("get", None, response)
-            stream.thread = threading.current_thread()
-            if not self._register(stream):
-                response.close()
-                return
-            self._get_open.set()
-            seen = parser.last_event_id
-            ended = self._read_stream(stream, parser, None)
-            with self._state_lock:
-                self._streams.discard(stream)
-                self._get_open.clear()
-            if closing.is_set():
-                return
-            if isinstance(ended, RequestTimeout):
-                failures = 0  # idle past sse_read_timeout: reconnect quietly
-            elif parser.last_event_id != seen:
-                failures = 0
-            else:
-                failures += 1
-            if failures > self.max_reconnects:
-                log.warning("mcpsync: GET stream of %s keeps ending; given up", self.describe())
-                return
-            if closing.wait(_retry_delay(parser)):
-                return
-
-
-def _retry_delay(parser: SSEParser) -> float:
-    """The server's reconnection delay (``retry:``), else the default; at most a minute."""
-    retry = parser.retry
-    return DEFAULT_RETRY if retry is None else min(retry, MAX_RETRY_DELAY)

@@ -1,0 +1,168 @@
+"""The SSE streams of a Streamable HTTP transport, and its GET back-channel.
+
+Owns: ``_Stream`` (one SSE stream being read: a POST reply or the GET back-channel), the
+reconnection delay rule (the server's ``retry:``, bounded), and ``BackChannel``, the
+mixin over ``StreamableHTTPTransport``'s declared state that opens the GET stream after
+initialization on ``mcpsync-http-get[name]``, re-opens it with ``Last-Event-ID`` when it
+ends, gives up after ``max_reconnects`` failures, and treats 405 as "no GET stream".
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import TYPE_CHECKING, Any
+
+from ...errors import MCPSyncError, ProtocolError, RequestTimeout
+from .client import ACCEPT_SSE, Target, discard, safe_url
+from .sse import SSEParser
+
+__all__ = ["BackChannel"]
+
+log = logging.getLogger("mcpsync.http")
+
+#: reconnection delay when a server gave no ``retry:`` (the SSE standard leaves it to the client)
+DEFAULT_RETRY = 1.0
+#: longest reconnection delay honoured (a server's ``retry:`` may ask for years)
+MAX_RETRY_DELAY = 60.0
+
+
+class _Stream:
+    """One SSE stream being read: a POST reply (with its request id), or the GET back-channel."""
+
+    __slots__ = ("kind", "request_id", "response", "thread", "answered", "resumed", "aborted")
+
+    def __init__(self, kind: str, request_id: Any, response: Any) -> None:
+        self.kind = kind
+        self.request_id = request_id
+        self.response = response
+        self.thread: threading.Thread | None = None
+        self.answered = False
+        self.resumed = False
+        self.aborted = False
+
+
+def _retry_delay(parser: SSEParser) -> float:
+    """The server's reconnection delay (``retry:``), else the default; at most a minute."""
+    retry = parser.retry
+    return DEFAULT_RETRY if retry is None else min(retry, MAX_RETRY_DELAY)
+
+
+class BackChannel:
+    """The GET back-channel half of ``StreamableHTTPTransport`` (its state is the transport's)."""
+
+    name: str
+    target: Target
+    back_channel: bool
+    protocol_version: str | None
+    max_event_bytes: int
+    sse_read_timeout: float | None
+    max_reconnects: int
+    _state_lock: threading.Lock
+    _closing: threading.Event
+    _started: bool
+    _modern: bool
+    _get_unsupported: bool
+    _get_thread: threading.Thread | None
+    _get_open: threading.Event
+    _streams: set[_Stream]
+    _http: Any
+
+    if TYPE_CHECKING:
+
+        def describe(self) -> str: ...
+        def _side_headers(
+            self, accept: str, last_event_id: str | None = None
+        ) -> dict[str, str]: ...
+        def _register(self, stream: _Stream) -> bool: ...
+        def _read_stream(
+            self, stream: _Stream, parser: SSEParser, idle_limit: float | None
+        ) -> BaseException | None: ...
+
+    def _open_get(self, last_event_id: str | None, read_timeout: float | None) -> Any:
+        headers = self._side_headers(ACCEPT_SSE, last_event_id)
+        response, _ = self._http.request("GET", self.target, headers, None, read_timeout)
+        if response.status == 200 and not response.headers.get(
+            "content-type", ""
+        ).lower().startswith(ACCEPT_SSE):
+            discard(response)
+            raise ProtocolError(
+                f"GET {safe_url(self.target.url)}: 200 reply is not an event stream"
+            )
+        return response
+
+    # -- the GET back-channel ----------------------------------------------------------------
+
+    def wait_back_channel(self, timeout: float) -> bool:
+        """Wait (at most ``timeout`` s) until the GET back-channel is open: the stream a server
+        uses for requests and notifications not tied to a client request. It opens in the
+        background after initialization; False if it is not open in time or not offered."""
+        return self._get_open.wait(timeout)
+
+    def _maybe_open_back_channel(self) -> None:
+        with self._state_lock:
+            if (
+                not self.back_channel
+                or not self._started
+                or self.protocol_version is None
+                or self._modern
+                or self._get_unsupported
+                or self._closing.is_set()
+                or (self._get_thread is not None and self._get_thread.is_alive())
+            ):
+                return
+            self._get_thread = threading.Thread(
+                target=self._run_back_channel, name=f"mcpsync-http-get[{self.name}]", daemon=True
+            )
+            self._get_thread.start()
+
+    def _run_back_channel(self) -> None:
+        parser = SSEParser(self.max_event_bytes)
+        failures = 0
+        closing = self._closing
+        while not closing.is_set():
+            try:
+                response = self._open_get(parser.last_event_id, self.sse_read_timeout)
+            except MCPSyncError as exc:
+                failures += 1
+                if failures > self.max_reconnects:
+                    log.warning("mcpsync: GET stream of %s given up: %s", self.describe(), exc)
+                    return
+                if closing.wait(_retry_delay(parser)):
+                    return
+                continue
+            if response.status != 200:
+                status = response.status
+                discard(response)
+                if status == 405:
+                    self._get_unsupported = True  # the server offers no GET stream
+                    log.debug("mcpsync: %s offers no GET stream (405)", self.describe())
+                else:
+                    log.info(
+                        "mcpsync: GET stream of %s refused with HTTP %s", self.describe(), status
+                    )
+                return
+            stream = _Stream("get", None, response)
+            stream.thread = threading.current_thread()
+            if not self._register(stream):
+                response.close()
+                return
+            self._get_open.set()
+            seen = parser.last_event_id
+            ended = self._read_stream(stream, parser, None)
+            with self._state_lock:
+                self._streams.discard(stream)
+                self._get_open.clear()
+            if closing.is_set():
+                return
+            if isinstance(ended, RequestTimeout):
+                failures = 0  # idle past sse_read_timeout: reconnect quietly
+            elif parser.last_event_id != seen:
+                failures = 0
+            else:
+                failures += 1
+            if failures > self.max_reconnects:
+                log.warning("mcpsync: GET stream of %s keeps ending; given up", self.describe())
+                return
+            if closing.wait(_retry_delay(parser)):
+                return
