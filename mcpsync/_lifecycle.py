@@ -15,9 +15,11 @@ stream. So in the child every public call raises ``ForkedError`` naming both pro
 and the parent goes on undisturbed. The hook takes no lock (a thread that held one did
 not survive the fork) and does no I/O beyond closing the child's descriptors.
 
-Forks that do not run Python's at-fork hooks (a C ``fork()`` without
-``PyOS_AfterFork_Child``) are not seen; Python's ``os.fork``, ``multiprocessing`` and
-uwsgi (which calls ``PyOS_AfterFork``) run them.
+Forks that do not run Python's at-fork hooks (uwsgi without ``py-call-osafterfork``,
+a C ``fork()`` without ``PyOS_AfterFork_Child``) are noticed at the child's first call
+(``this_process`` compares ``os.getpid()``, ~0.1 us), and the hook runs then: the same
+ForkedError, the same release; only the eager close of the child's copies at the fork
+itself needs the hook (``os.fork``, ``multiprocessing`` and gunicorn run it).
 
 Interpreter exit: the ``atexit`` hook (run after non-daemon threads were joined) runs
 every live transport's ladder at once, in rounds of non-blocking steps (stdio: close the
@@ -48,6 +50,8 @@ __all__ = [
     "check",
     "live",
     "close_all",
+    "this_process",
+    "after_fork",
     "EXIT_TIMEOUT",
 ]
 
@@ -117,7 +121,7 @@ def own(
     then SIGKILL, each by a share of ``deadline``), so every server ends at once. Called again (e.g. after a restart in a
     forked child), it makes the object this process's again.
     """
-    obj._owner_pid = PID
+    obj._owner_pid = this_process()
     obj._owner_what = what
     key = id(obj)
     _LIVE[key] = _Entry(weakref.ref(obj, _forget(key)), kind, on_fork, on_exit, exit_soon)
@@ -137,21 +141,41 @@ def disown(obj: object) -> None:
     _LIVE.pop(id(obj), None)
 
 
+def this_process() -> int:
+    """This process's id. A fork that ran no at-fork hook (uwsgi without
+    ``py-call-osafterfork``, a C ``fork()``) is noticed here, and the hook runs now."""
+    pid = os.getpid()
+    if pid != PID:
+        _after_fork_in_child()
+    return pid
+
+
 def forked(obj: Any) -> bool:
     """True when ``obj`` (owned by ``own()``) belongs to another process: this one is a
-    fork of its owner. H4's restart policy asks this before bringing a session up again."""
-    return obj._owner_pid != PID  # type: ignore[no-any-return]
+    fork of its owner. The restart policy asks this before bringing a session up again."""
+    return obj._owner_pid != this_process()  # type: ignore[no-any-return]
 
 
 def check(obj: Any) -> None:
     """Raise ``ForkedError`` when ``obj`` is used in a forked child."""
-    if obj._owner_pid != PID:
-        raise ForkedError(obj._owner_what, obj._owner_pid, PID)
+    pid = this_process()
+    if obj._owner_pid != pid:
+        raise ForkedError(obj._owner_what, obj._owner_pid, pid)
 
 
 def error(obj: Any) -> ForkedError:
     """The ``ForkedError`` for ``obj`` in this process."""
-    return ForkedError(obj._owner_what, obj._owner_pid, PID)
+    return ForkedError(obj._owner_what, obj._owner_pid, this_process())
+
+
+#: process-wide resets a forked child needs (the spawner thread, the SIGINT guard)
+_CHILD_HOOKS: list[Callable[[], None]] = []
+
+
+def after_fork(hook: Callable[[], None]) -> None:
+    """Run ``hook()`` in every forked child, with or without Python's at-fork hooks (then
+    at the first ``forked``/``check``/``own`` there). Like the objects' ``on_fork``: no lock."""
+    _CHILD_HOOKS.append(hook)
 
 
 def live(kind: str | None = None) -> list[Any]:
@@ -168,6 +192,11 @@ def _after_fork_in_child() -> None:
     """In a forked child: this is a new process; release the parent's objects here."""
     global PID
     PID = os.getpid()
+    for hook in list(_CHILD_HOOKS):
+        try:
+            hook()
+        except Exception:  # noqa: BLE001 - one reset's trouble must not stop the others
+            log.debug("mcpsync: a reset after fork failed", exc_info=True)
     entries = list(_LIVE.values())
     _LIVE.clear()  # the child's own objects register afresh
     for entry in entries:

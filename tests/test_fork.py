@@ -306,6 +306,40 @@ def test_the_child_opens_its_own_sessions_from_any_thread(demo: mcpsync.Session)
         parents.close()
 
 
+HOOKLESS = """
+import json, os, sys
+import mcpsync
+session = mcpsync.Session.connect([sys.executable, "-m", "mcpsync.demo_server"], name="hookless")
+server = session.transport.process
+real = os.getpid()
+os.getpid = lambda: real + 100000  # as in a child whose fork ran no at-fork hook
+out = {}
+try:
+    session.ping()
+except mcpsync.ForkedError as exc:
+    out["error"] = [str(exc), exc.owner_pid, exc.pid]
+session.close()  # the release: nothing sent, no signal
+out["server_running"] = server.poll() is None
+out["closed"] = session.closed
+print(json.dumps(out), flush=True)
+server.kill()
+"""
+
+
+def test_a_fork_without_at_fork_hooks_is_noticed_at_the_first_call() -> None:
+    """uwsgi without py-call-osafterfork forks without Python's hooks: the first call in the
+    child sees the new pid (os.getpid), runs the release then, and raises the same error."""
+    import subprocess
+
+    done = subprocess.run(
+        [sys.executable, "-c", HOOKLESS], capture_output=True, text=True, timeout=60, check=True
+    )
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    message, owner, pid = got["error"]
+    assert pid == owner + 100000 and "session 'hookless'" in message
+    assert got["server_running"] is True and got["closed"] is True
+
+
 def test_the_error_is_public_and_a_session_closed() -> None:
     assert mcpsync.ForkedError is ForkedError
     assert issubclass(ForkedError, SessionClosed) and issubclass(ForkedError, MCPSyncError)

@@ -11,12 +11,12 @@ forked child the guard starts afresh (no region, no open transport).
 
 from __future__ import annotations
 
-import os
 import signal
 import threading
 from _thread import get_ident
 from typing import Any
 
+from .._lifecycle import after_fork
 from .base import Transport
 
 __all__ = ["_GUARD", "_MAIN_IDENT"]
@@ -85,5 +85,4 @@ class _SigintGuard:
 
 _GUARD = _SigintGuard()
 _MAIN_IDENT = threading.main_thread().ident
-if hasattr(os, "register_at_fork"):  # POSIX
-    os.register_at_fork(after_in_child=_GUARD.after_fork_in_child)
+after_fork(_GUARD.after_fork_in_child)  # (also after a fork that ran no at-fork hook)

@@ -50,6 +50,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from .._lifecycle import after_fork, this_process
 from ..errors import TransportError
 from . import windows
 
@@ -263,8 +264,7 @@ def _after_fork_in_child() -> None:
     _REAP_LOCK = threading.Lock()
 
 
-if hasattr(os, "register_at_fork"):  # POSIX
-    os.register_at_fork(after_in_child=_after_fork_in_child)
+after_fork(_after_fork_in_child)  # (also after a fork that ran no at-fork hook)
 
 
 # -- spawn ----------------------------------------------------------------------------------
@@ -294,6 +294,7 @@ def spawn(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None) -> Se
     else:
         args = list(argv)
         common["preexec_fn"] = _preexec(os.getpid())
+    this_process()  # a fork without at-fork hooks is noticed here: a fresh spawner then
     if threading.current_thread() is threading.main_thread():
         return _popen(args, common)  # the main thread lives as long as the process
     return _SPAWNER.run(lambda: _popen(args, common))
