@@ -254,10 +254,11 @@ def test_a_tool_call_is_never_resent_even_with_retry_reads(no_leaks):
 
 def test_a_call_made_while_restarting_waits_and_goes_to_the_new_server(no_leaks):
     fakes = Fakes(handlers={"ping": lambda m: {}})
-    release = threading.Event()
+    release, making = threading.Event(), threading.Event()
     original = fakes.__call__
 
     def slow_make() -> Any:
+        making.set()  # only the restart calls it (connect got fakes() itself)
         release.wait(WAIT)  # the restart's bring-up waits for the test
         return original()
 
@@ -268,6 +269,9 @@ def test_a_call_made_while_restarting_waits_and_goes_to_the_new_server(no_leaks)
     )  # fmt: skip
     try:
         fakes.crash(0)
+        # the death seen and the restart begun: a call made now waits for the new server (a
+        # call made before the client saw the death is one in flight: ServerRestarted)
+        assert making.wait(WAIT)
         outcome: queue.Queue[Any] = queue.Queue()
         threading.Thread(target=lambda: outcome.put(_outcome(s.ping))).start()
         assert outcome.empty() and not s.closed  # restarting: not closed
