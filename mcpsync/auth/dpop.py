@@ -151,7 +151,16 @@ class DPoPKey:
     >>> key.proof("POST", "https://mcp.example.com/mcp", access_token=tok)  # doctest: +SKIP
     """
 
-    __slots__ = ("alg", "_private", "public_jwk", "thumbprint", "_header", "_ath", "_ecdsa")
+    __slots__ = (
+        "alg",
+        "_private",
+        "public_jwk",
+        "thumbprint",
+        "_header",
+        "_ath",
+        "_ecdsa",
+        "_dss",
+    )
 
     def __init__(self, private_key: Any, alg: str) -> None:
         if alg not in SUPPORTED_ALGS:
@@ -161,9 +170,13 @@ class DPoPKey:
         self.alg = alg
         self._private = private_key
         self._ecdsa: Any = None
+        self._dss: Any = None
         if alg in _EC:
             from cryptography.hazmat.primitives import hashes
             from cryptography.hazmat.primitives.asymmetric import ec
+            from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
+
+            self._dss = decode_dss_signature
 
             digests: dict[str, hashes.HashAlgorithm] = {
                 "ES256": hashes.SHA256(),
@@ -255,11 +268,16 @@ class DPoPKey:
         htu: str | None = None,
     ) -> str:
         """A fresh proof JWT for one request (a new ``jti`` every call: never reuse one)."""
-        # the claims as compact JSON, from cached pieces (jti and ath are base64url: no escaping)
         htu_json = json.dumps(htu) if htu is not None else _htu_json(url)
+        return self._build(method, htu_json, access_token, nonce, int(time.time()))
+
+    def _build(
+        self, method: str, htu_json: str, access_token: str | None, nonce: str | None, iat: int
+    ) -> str:
+        # the claims as compact JSON, from cached pieces (jti and ath are base64url: no escaping)
         payload = (
             f'{{"jti":"{secrets.token_urlsafe(18)}","htm":{_htm_json(method)},'
-            f'"htu":{htu_json},"iat":{int(time.time())}'
+            f'"htu":{htu_json},"iat":{iat}'
         )
         if access_token is not None:
             cached = self._ath
@@ -273,11 +291,9 @@ class DPoPKey:
         return f"{signing_input}.{_b64(self._sign(signing_input.encode('ascii')))}"
 
     def _sign(self, data: bytes) -> bytes:
-        if self.alg == "EdDSA":
+        if self._dss is None:  # EdDSA
             return bytes(self._private.sign(data))
-        from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
-
-        r, s = decode_dss_signature(self._private.sign(data, self._ecdsa))
+        r, s = self._dss(self._private.sign(data, self._ecdsa))
         size = _EC[self.alg][1]
         return r.to_bytes(size, "big") + s.to_bytes(size, "big")
 
