@@ -185,6 +185,21 @@ def _rate(session: Any, seconds: float) -> tuple[float, float]:
             return count / (time.perf_counter() - started), (time.process_time() - cpu) / count
 
 
+def _proof_cost(auth: Any, url: str, count: int = 2000) -> tuple[float, float]:
+    """(us per proof, us per signature alone) with the session's own key and token."""
+    tok = auth._token
+    assert tok is not None and tok.token_type == "DPoP" and tok.dpop_key is not None
+    key, data = tok.dpop_key, b"x" * 420  # about a proof's signing input
+    started = time.perf_counter()
+    for _ in range(count):
+        key.proof("POST", url, access_token=tok.access_token)
+    proof = (time.perf_counter() - started) / count
+    started = time.perf_counter()
+    for _ in range(count):
+        key._sign(data)
+    return proof * 1e6, (time.perf_counter() - started) / count * 1e6
+
+
 def measure(rounds: int = 3, seconds: float = 1.0, warmup: int = 300) -> dict[str, Any]:
     """Best calls/s with OAuth (client_credentials) and without, phases interleaved."""
     import requests
@@ -197,6 +212,8 @@ def measure(rounds: int = 3, seconds: float = 1.0, warmup: int = 300) -> dict[st
         auth = OAuth.client_credentials(CLIENT_ID, CLIENT_SECRET)
         slow_auth = OAuth.client_credentials(CLIENT_ID, CLIENT_SECRET)
         dpop_auth = OAuth.client_credentials(CLIENT_ID, CLIENT_SECRET, dpop=True)
+        eddsa_auth = OAuth.client_credentials(CLIENT_ID, CLIENT_SECRET, dpop=True)
+        eddsa_auth._dpop_alg = "EdDSA"  # the key's algorithm (no constructor argument here)
         # the same OAuth through requests (a caller's own requests.Session: no fast pool),
         # which is the path every auth= object took before the RequestAuth interface
         with (
@@ -207,8 +224,15 @@ def measure(rounds: int = 3, seconds: float = 1.0, warmup: int = 300) -> dict[st
                 f"{base}/mcp", auth=slow_auth, http_session=http, name="auth-requests"
             ) as slow,
             mcpsync.Session.connect(f"{base}/mcp", auth=dpop_auth, name="dpop") as dpop,
+            mcpsync.Session.connect(f"{base}/mcp", auth=eddsa_auth, name="eddsa") as eddsa,
         ):
-            sessions = {"oauth": authed, "none": plain, "oauth_requests": slow, "dpop": dpop}
+            sessions = {
+                "oauth": authed,
+                "none": plain,
+                "oauth_requests": slow,
+                "dpop": dpop,
+                "dpop_eddsa": eddsa,
+            }
             for s in sessions.values():
                 for _ in range(warmup):
                     s.call_tool("echo", ECHO_ARGS)
@@ -216,12 +240,16 @@ def measure(rounds: int = 3, seconds: float = 1.0, warmup: int = 300) -> dict[st
             cpus: dict[str, list[float]] = {name: [] for name in sessions}
             for index in range(rounds):
                 order = list(sessions.items())
-                for name, s in order[index % 4 :] + order[: index % 4]:
+                turn = index % len(order)
+                for name, s in order[turn:] + order[:turn]:
                     rate, cpu = _rate(s, seconds)
                     rates[name].append(rate)
                     cpus[name].append(cpu)
             assert auth.authorized and slow_auth.authorized and dpop_auth.authorized
-            assert dpop_auth._token is not None and dpop_auth._token.token_type == "DPoP"
+            proof_us = {
+                name: _proof_cost(a, f"{base}/mcp")
+                for name, a in (("dpop", dpop_auth), ("dpop_eddsa", eddsa_auth))
+            }
     finally:
         assert proc.stdin is not None
         proc.stdin.close()
@@ -239,6 +267,8 @@ def measure(rounds: int = 3, seconds: float = 1.0, warmup: int = 300) -> dict[st
         "ratio": best["oauth"] / best["none"],
         "ratio_requests": best["oauth_requests"] / best["none"],
         "ratio_dpop": best["dpop"] / best["none"],
+        "ratio_dpop_eddsa": best["dpop_eddsa"] / best["none"],
+        "proof_us": proof_us,
     }
 
 
@@ -250,6 +280,7 @@ def render(result: dict[str, Any]) -> str:
         ("OAuth.client_credentials", "oauth", ""),
         ("OAuth through requests", "oauth_requests", "  (the path before RequestAuth)"),
         ("OAuth, DPoP-bound token", "dpop", "  (a fresh ES256 proof per call)"),
+        ("OAuth, DPoP-bound (EdDSA)", "dpop_eddsa", "  (a fresh Ed25519 proof per call)"),
     )
     lines = [
         "auth: sequential call_tool echo, benchmarks/auth_bench.py peer (stdlib, stateless JSON)",
@@ -268,6 +299,17 @@ def render(result: dict[str, Any]) -> str:
         f"  OAuth / no auth (calls/s)    {ratio:9.2f}x   target: >= {TARGET[1]}x  {verdict}"
         f"   (round by round: {rounds})"
     )
+    dpop_ratio = result["ratio_dpop"]
+    lines.append(
+        f"  DPoP (ES256) / no auth       {dpop_ratio:9.2f}x   target: >= {TARGET[1]}x  "
+        f"{'ok' if dpop_ratio >= TARGET[1] else 'MISS'}   (EdDSA: "
+        f"{result['ratio_dpop_eddsa']:.2f}x)"
+    )
+    costs = ", ".join(
+        f"{alg} {proof:.0f} us/proof ({sign:.0f} us signing)"
+        for alg, (proof, sign) in zip(("ES256", "EdDSA"), result["proof_us"].values(), strict=True)
+    )
+    lines.append(f"  proof cost, same run: {costs}")
     return "\n".join(lines)
 
 
