@@ -919,7 +919,6 @@ def main(argv: list[str] | None = None) -> int:
         output.append("")
         output.append(run_http(args, base, sizes, report))
         output += ["", run_auth(args, report)]  # OAuth vs no auth, one server (auth_bench.py)
-        output += ["", run_auth(args, report)]  # OAuth vs no auth, one server (auth_bench.py)
 
     if args.only in (None, "threads"):  # 8 threads sharing one session (shared_session.py)
         import shared_session
@@ -936,16 +935,6 @@ def main(argv: list[str] | None = None) -> int:
         with open(args.json, "w") as fh:
             json.dump(report, fh, indent=2)
     return 0
-
-
-def run_auth(args: argparse.Namespace, report: dict[str, Any]) -> str:
-    """The auth row (issue 13): sequential calls with mcpsync's OAuth (client_credentials;
-    Bearer, and DPoP-bound) vs no auth, one server, one run (benchmarks/auth_bench.py)."""
-    import auth_bench
-
-    result = auth_bench.measure(args.rounds, 0.6 if args.quick else 1.0)
-    report["auth"] = result
-    return auth_bench.render(result)
 
 
 def run_auth(args: argparse.Namespace, report: dict[str, Any]) -> str:

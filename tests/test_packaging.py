@@ -39,8 +39,8 @@ OPTIONAL_IMPORTS: dict[str, str | None] = {
     "distributed": "dask",  # mcpsync smoke --dask
     "anywidget": "apps",  # mcpsync.apps.AppView
     "traitlets": "apps",  # ... its synced state
-    "keyring": "keyring",  # mcpsync.auth.keyring_store.KeyringTokenStore
     "ipywidgets": "notebook",  # mcpsync.elicitation.NotebookElicitation
+    "keyring": "keyring",  # mcpsync.auth.keyring_store.KeyringTokenStore
 }
 
 
