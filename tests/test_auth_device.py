@@ -237,6 +237,8 @@ def test_ctrl_c_interrupts_the_wait(rsps, http):
 
 
 def test_terminal_display_on_stderr(rsps, http, capsys):
+    import ipykernel  # noqa: F401 - imported is not "in a notebook": the text still goes to stderr
+
     w = World(rsps)
     DeviceAS(w, ["ok"])
     t = FakeTime()
@@ -261,6 +263,8 @@ def test_notebook_display_is_an_html_link(rsps, http, monkeypatch, capsys):
     display_mod.display = shown.append  # type: ignore[attr-defined]
     ipython = types.ModuleType("IPython")
     ipython.display = display_mod  # type: ignore[attr-defined]
+    kernel_shell = types.SimpleNamespace(kernel=object())  # what a running kernel's shell has
+    ipython.get_ipython = lambda: kernel_shell  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "IPython", ipython)
     monkeypatch.setitem(sys.modules, "IPython.display", display_mod)
     monkeypatch.setitem(sys.modules, "ipykernel", types.ModuleType("ipykernel"))

@@ -183,9 +183,20 @@ def test_headless_redirect_loop_is_bounded():
 
 
 def test_auto_picks_paste_in_a_notebook(monkeypatch):
+    import IPython
+
     monkeypatch.setitem(sys.modules, "ipykernel", types.ModuleType("ipykernel"))
     monkeypatch.setenv("DISPLAY", ":0")
+    monkeypatch.setattr(IPython, "get_ipython", lambda: types.SimpleNamespace(kernel=object()))
     assert isinstance(resolve_redirect("auto"), PasteRedirect)
+
+
+def test_ipykernel_imported_outside_a_kernel_is_not_a_notebook(monkeypatch):
+    import ipykernel  # noqa: F401 - a script importing ipywidgets has it too
+
+    from mcpsync.auth.redirect import _in_notebook
+
+    assert not _in_notebook()  # pytest is no kernel: get_ipython() is None
 
 
 def test_auto_picks_paste_without_a_display(monkeypatch):

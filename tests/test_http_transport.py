@@ -1396,6 +1396,20 @@ def test_session_over_official_sdk_server(no_leaks, json_response):
 
 
 @pytest.mark.real
+def test_connect_returns_with_the_get_back_channel_open(no_leaks):
+    # A server may send a request over the GET stream as soon as initialization is done
+    # (the conformance suite's elicitation scenario does): bring-up waits for the server to
+    # answer the GET (up to back_channel_wait), so nothing it sends there is lost.
+    with sdk_server_http(json_response=True) as server:
+        transport = StreamableHTTPTransport(server.url, back_channel_wait=60)
+        with mcpsync.Session.connect(
+            transport, timeout=30, era="legacy", roots=[{"uri": "file:///at-once"}]
+        ) as s:
+            assert transport.wait_back_channel(0)  # open already: no waiting here
+            assert "file:///at-once" in s.call_tool("list_roots", {}).content[0].text
+
+
+@pytest.mark.real
 def test_session_reinitializes_when_the_server_drops_it(no_leaks):
     with sdk_server_http(json_response=True) as server:
         with mcpsync.Session.connect(server.url, timeout=30, era="legacy") as s:

@@ -41,6 +41,7 @@ from .discovery import AuthServerMetadata
 from .dpop import DPoPProver
 from .flow import TokenSet, _basic_header, _token_request, client_assertion
 from .grants import Grant, GrantHost
+from .redirect import _in_notebook
 from .registration import ClientInfo, choose_auth_method, register_client
 
 __all__ = ["DEVICE_CODE_GRANT", "DeviceCode", "DeviceFlow", "show_device_code", "device_flow_for"]
@@ -89,7 +90,7 @@ def _html(code: DeviceCode) -> str:
 
 def show_device_code(code: DeviceCode) -> None:
     """The default display: an HTML block in a notebook (IPython), else text on stderr."""
-    if "ipykernel" in sys.modules:
+    if _in_notebook():
         try:
             from IPython.display import HTML, display
         except ImportError:  # pragma: no cover - ipykernel without IPython does not happen

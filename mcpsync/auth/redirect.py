@@ -347,7 +347,16 @@ class HeadlessRedirect(RedirectHandler):
 
 
 def _in_notebook() -> bool:
-    return "ipykernel" in sys.modules
+    """True inside a running Jupyter kernel: an IPython shell with a kernel, not merely
+    ``ipykernel`` imported (a script or test process that imports ipywidgets has it too)."""
+    if "ipykernel" not in sys.modules:
+        return False
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    return shell is not None and getattr(shell, "kernel", None) is not None
 
 
 def _browser_available() -> bool:

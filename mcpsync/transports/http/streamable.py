@@ -105,13 +105,17 @@ class StreamableHTTPTransport(BackChannel, SessionLifecycle, HTTPTransport):
         max_reconnects: int = 3,
         sse_read_timeout: float | None = 300.0,
         back_channel: bool = True,
+        back_channel_wait: float = 5.0,
     ) -> None:
         """``timeout``: read timeout for replies when ``send`` gives none (None: no limit);
         ``verify``/``cert``: as in requests (None: the session's setting);
         ``max_event_bytes``: largest JSON reply or SSE event accepted;
         ``max_reconnects``: consecutive failed reconnections before a stream is given up;
         ``sse_read_timeout``: idle limit on the GET back-channel before it reconnects quietly;
-        ``back_channel``: open the GET stream after initialization.
+        ``back_channel``: open the GET stream after initialization; ``set_protocol_version``
+        (bring-up, after ``notifications/initialized``) waits up to ``back_channel_wait``
+        seconds for the server to answer it, so that requests a server sends over it right
+        after initialization (elicitation, roots) are not lost.
         """
         super().__init__(
             url,
@@ -128,6 +132,7 @@ class StreamableHTTPTransport(BackChannel, SessionLifecycle, HTTPTransport):
         )
         self.max_reconnects = max_reconnects
         self.back_channel = back_channel
+        self.back_channel_wait = back_channel_wait
         self.session_id: str | None = None
         self.protocol_version: str | None = None
         self._modern = False
@@ -138,6 +143,7 @@ class StreamableHTTPTransport(BackChannel, SessionLifecycle, HTTPTransport):
         self._expiry_generation = 0
         self._streams: set[_Stream] = set()
         self._get_open = threading.Event()  # set while the GET back-channel is open
+        self._get_settled = threading.Event()  # its first answer came (or it gave up)
         self._started = False
         self._get_thread: threading.Thread | None = None
         self._what_cache: tuple[Target, str] | None = None
@@ -169,7 +175,8 @@ class StreamableHTTPTransport(BackChannel, SessionLifecycle, HTTPTransport):
             if self._expiry is _HANDSHAKE:  # a re-initialization is complete
                 self._expiry = None
                 self._session_cond.notify_all()
-        self._maybe_open_back_channel()
+        if self._maybe_open_back_channel() and not self._get_settled.wait(self.back_channel_wait):
+            log.debug("mcpsync: GET stream of %s not answered yet; going on", self.describe())
 
     def send(
         self,

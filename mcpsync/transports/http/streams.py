@@ -54,6 +54,7 @@ class BackChannel:
     name: str
     target: Target
     back_channel: bool
+    back_channel_wait: float
     protocol_version: str | None
     max_event_bytes: int
     sse_read_timeout: float | None
@@ -65,6 +66,7 @@ class BackChannel:
     _get_unsupported: bool
     _get_thread: threading.Thread | None
     _get_open: threading.Event
+    _get_settled: threading.Event
     _streams: set[_Stream]
     _http: Any
 
@@ -99,7 +101,8 @@ class BackChannel:
         background after initialization; False if it is not open in time or not offered."""
         return self._get_open.wait(timeout)
 
-    def _maybe_open_back_channel(self) -> None:
+    def _maybe_open_back_channel(self) -> bool:
+        """Start the GET stream's thread unless it runs or is not wanted; True if started."""
         with self._state_lock:
             if (
                 not self.back_channel
@@ -110,13 +113,21 @@ class BackChannel:
                 or self._closing.is_set()
                 or (self._get_thread is not None and self._get_thread.is_alive())
             ):
-                return
+                return False
+            self._get_settled.clear()
             self._get_thread = threading.Thread(
                 target=self._run_back_channel, name=f"mcpsync-http-get[{self.name}]", daemon=True
             )
             self._get_thread.start()
+            return True
 
     def _run_back_channel(self) -> None:
+        try:
+            self._keep_back_channel()
+        finally:
+            self._get_settled.set()  # whatever happened, bring-up waits no longer
+
+    def _keep_back_channel(self) -> None:
         parser = SSEParser(self.max_event_bytes)
         failures = 0
         closing = self._closing
@@ -124,6 +135,7 @@ class BackChannel:
             try:
                 response = self._open_get(parser.last_event_id, self.sse_read_timeout)
             except MCPSyncError as exc:
+                self._get_settled.set()  # bring-up does not wait for the reconnections
                 failures += 1
                 if failures > self.max_reconnects:
                     log.warning("mcpsync: GET stream of %s given up: %s", self.describe(), exc)
@@ -148,6 +160,7 @@ class BackChannel:
                 response.close()
                 return
             self._get_open.set()
+            self._get_settled.set()
             seen = parser.last_event_id
             ended = self._read_stream(stream, parser, None)
             with self._state_lock:
