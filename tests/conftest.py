@@ -56,3 +56,21 @@ def _restore_mcpsync_logger():
     saved = (list(logger.handlers), logger.level, logger.propagate)
     yield
     logger.handlers[:], logger.level, logger.propagate = saved[0], saved[1], saved[2]
+
+
+@pytest.fixture
+def rsps():
+    """A ``responses`` mock for requests (the auth tests' World runs on it)."""
+    import responses
+
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as r:
+        yield r
+
+
+@pytest.fixture
+def http():
+    """A plain ``requests.Session``, closed after the test."""
+    import requests
+
+    with requests.Session() as s:
+        yield s

@@ -16,34 +16,14 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 import pytest
-import requests
 import responses
-from auth_peers.mock_world import World
+from auth_peers.mock_world import ISSUER, SERVER, World, post
 
 from mcpsync.auth import MemoryTokenStore, OAuth
 from mcpsync.auth.device import DEVICE_CODE_GRANT, DeviceCode, DeviceFlow
 from mcpsync.errors import AccessDenied, AuthError, ConfigError, ExpiredToken, TokenError
 
-SERVER = "https://mcp.example.com/mcp"
-ISSUER = "https://auth.example.com"
 DEVICE_CODE = "dc-secret-device-code-0123456789"
-
-
-@pytest.fixture
-def rsps():
-    with responses.RequestsMock(assert_all_requests_are_fired=False) as r:
-        yield r
-
-
-@pytest.fixture
-def http():
-    with requests.Session() as s:
-        yield s
-
-
-def post(http, auth, method="tools/list", rid=1):
-    body = {"jsonrpc": "2.0", "id": rid, "method": method, "params": {}}
-    return http.post(SERVER, json=body, auth=auth, timeout=5)
 
 
 class DeviceAS:

@@ -8,8 +8,6 @@ from __future__ import annotations
 import logging
 
 import pytest
-import requests
-import responses
 from auth_peers.jwt_bearer_as import (
     ID_JAG,
     ID_TOKEN,
@@ -18,31 +16,12 @@ from auth_peers.jwt_bearer_as import (
     EnterpriseIdP,
     JwtBearerAS,
 )
-from auth_peers.mock_world import World
+from auth_peers.mock_world import ISSUER, SERVER, World, post
 
 from mcpsync.auth import OAuth
 from mcpsync.errors import AuthError, ConfigError, InvalidGrant, TokenError
 
-SERVER = "https://mcp.example.com/mcp"
-ISSUER = "https://auth.example.com"
 SECRET = "app-secret-0123456789"
-
-
-@pytest.fixture
-def rsps():
-    with responses.RequestsMock(assert_all_requests_are_fired=False) as r:
-        yield r
-
-
-@pytest.fixture
-def http():
-    with requests.Session() as s:
-        yield s
-
-
-def post(http, auth, method="tools/list", rid=1):
-    body = {"jsonrpc": "2.0", "id": rid, "method": method, "params": {}}
-    return http.post(SERVER, json=body, auth=auth, timeout=5)
 
 
 def world(rsps, **kw):

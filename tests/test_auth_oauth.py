@@ -14,35 +14,16 @@ import jwt
 import pytest
 import requests
 import responses
-from auth_peers.mock_world import World, s256
+from auth_peers.mock_world import ISSUER, SERVER, World, post, s256
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from mcpsync.auth import DEFAULT_REDIRECT_URI, FileTokenStore, MemoryTokenStore, OAuth
 from mcpsync.errors import AuthError, ConfigError
 
-SERVER = "https://mcp.example.com/mcp"
-ISSUER = "https://auth.example.com"
-
 
 def rpc(method: str, rid: int = 1) -> dict:
     return {"jsonrpc": "2.0", "id": rid, "method": method, "params": {}}
-
-
-@pytest.fixture
-def rsps():
-    with responses.RequestsMock(assert_all_requests_are_fired=False) as r:
-        yield r
-
-
-@pytest.fixture
-def http():
-    with requests.Session() as s:
-        yield s
-
-
-def post(http, auth, method="tools/list", url=SERVER, rid=1):
-    return http.post(url, json=rpc(method, rid), auth=auth, timeout=5)
 
 
 # -- the basic authorization-code flow --------------------------------------------------

@@ -10,10 +10,9 @@ import os
 
 import jwt
 import pytest
-import requests
 import responses
 from auth_peers.jwt_bearer_as import JWT_BEARER, JwtBearerAS, make_jwt
-from auth_peers.mock_world import World
+from auth_peers.mock_world import ISSUER, SERVER, World, post
 
 from mcpsync.auth import OAuth
 from mcpsync.auth.grants import AssertionProvider, assertion_source
@@ -25,26 +24,6 @@ from mcpsync.errors import (
     TokenError,
     UnauthorizedClient,
 )
-
-SERVER = "https://mcp.example.com/mcp"
-ISSUER = "https://auth.example.com"
-
-
-@pytest.fixture
-def rsps():
-    with responses.RequestsMock(assert_all_requests_are_fired=False) as r:
-        yield r
-
-
-@pytest.fixture
-def http():
-    with requests.Session() as s:
-        yield s
-
-
-def post(http, auth, method="tools/list", rid=1):
-    body = {"jsonrpc": "2.0", "id": rid, "method": method, "params": {}}
-    return http.post(SERVER, json=body, auth=auth, timeout=5)
 
 
 def test_file_assertion_is_re_read_and_sent_as_jwt_bearer(rsps, http, tmp_path):

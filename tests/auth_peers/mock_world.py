@@ -19,7 +19,20 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, unquote_plus, urlencode, urlsplit
 
+import requests
 import responses
+
+#: the MCP server and authorization server a World plays by default
+SERVER = "https://mcp.example.com/mcp"
+ISSUER = "https://auth.example.com"
+
+
+def post(
+    http: requests.Session, auth: Any, method: str = "tools/list", url: str = SERVER, rid: int = 1
+) -> requests.Response:
+    """One JSON-RPC request to the World's MCP server through ``auth`` (a requests auth)."""
+    body = {"jsonrpc": "2.0", "id": rid, "method": method, "params": {}}
+    return http.post(url, json=body, auth=auth, timeout=5)
 
 
 def s256(verifier: str) -> str:
@@ -51,8 +64,8 @@ class World:
         self,
         rsps: responses.RequestsMock,
         *,
-        server: str = "https://mcp.example.com/mcp",
-        issuer: str = "https://auth.example.com",
+        server: str = SERVER,
+        issuer: str = ISSUER,
         prm: bool = True,
         prm_in_header: bool = True,
         prm_scopes: list[str] | None = None,
