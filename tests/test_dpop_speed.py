@@ -148,3 +148,90 @@ def test_a_stored_key_signs_verifiable_proofs_with_the_same_jwk():
     assert again is not None and again.public_jwk == key.public_jwk
     header, claims = _verify_with_cryptography(again.proof("POST", URL, access_token=TOKEN))
     assert header["jwk"] == key.public_jwk and claims["ath"] == _ath(TOKEN)
+
+
+# -- proofs signed ahead (while the previous request's reply is awaited) --------------------
+def test_a_proof_signed_ahead_is_taken_once_by_the_matching_request():
+    key = DPoPKey.generate()
+    key.sign_ahead("POST", URL, access_token=TOKEN, nonce="n1")
+    ready = key._ready[0][2]
+    proof = key.proof("POST", URL, access_token=TOKEN, nonce="n1")
+    assert proof == ready  # signed ahead, taken now
+    _, claims = _verify_with_cryptography(proof)
+    assert claims["ath"] == _ath(TOKEN) and claims["nonce"] == "n1"
+    assert claims["htu"] == "https://mcp.example.com/mcp"
+    assert abs(claims["iat"] - time.time()) <= 2
+    again = key.proof("POST", URL, access_token=TOKEN, nonce="n1")
+    assert again != proof  # never twice
+    assert _unb64(again.split(".")[1]) != _unb64(proof.split(".")[1])
+
+
+@pytest.mark.parametrize(
+    "changed",
+    [
+        {"nonce": "n2"},  # the server rotated its nonce meanwhile
+        {"access_token": TOKEN + "-renewed"},  # the token was renewed meanwhile
+        {"url": "https://mcp.example.com/other"},
+        {"method": "GET"},
+    ],
+)
+def test_a_proof_signed_ahead_for_something_else_is_never_sent(changed):
+    key = DPoPKey.generate()
+    key.sign_ahead("POST", URL, access_token=TOKEN, nonce="n1")
+    ready = key._ready[0][2]
+    want = {"method": "POST", "url": URL, "access_token": TOKEN, "nonce": "n1", **changed}
+    proof = key.proof(
+        want["method"], want["url"], access_token=want["access_token"], nonce=want["nonce"]
+    )
+    assert proof != ready
+    _, claims = _verify_with_cryptography(proof)
+    assert claims["nonce"] == want["nonce"] and claims["ath"] == _ath(want["access_token"])
+    assert claims["htm"] == want["method"]
+    assert not key._ready  # the wasted one is dropped
+
+
+def test_an_old_proof_signed_ahead_is_not_used(monkeypatch):
+    key = DPoPKey.generate()
+    key.sign_ahead("POST", URL, access_token=TOKEN)
+    ready = key._ready[0][2]
+    later = time.time() + 5
+    monkeypatch.setattr(time, "time", lambda: later)
+    proof = key.proof("POST", URL, access_token=TOKEN)
+    assert proof != ready
+    assert _verify_with_cryptography(proof)[1]["iat"] == int(later)
+
+
+def test_signing_ahead_backs_off_after_wasted_proofs():
+    """A server that rotates its nonce on every reply wastes each proof signed ahead: signing
+    ahead pauses for 2, 4, 8, ... requests instead of doubling the signing work."""
+    key = DPoPKey.generate()
+    signed = 0
+    for request in range(200):
+        before = len(key._ready)
+        key.sign_ahead("POST", URL, access_token=TOKEN, nonce=f"n{request}")
+        signed += len(key._ready) - before
+        key.proof("POST", URL, access_token=TOKEN, nonce=f"n{request + 1}")
+    assert signed <= 12  # 1 + 1 per back-off step (2, 4, ... 64), not 200
+
+
+def test_proofs_signed_ahead_by_threads_are_each_used_once():
+    key = DPoPKey.generate()
+    sent: list[str] = []
+    lock = threading.Lock()
+
+    def work() -> None:
+        mine = []
+        for _ in range(200):
+            mine.append(key.proof("POST", URL, access_token=TOKEN))
+            key.sign_ahead("POST", URL, access_token=TOKEN)
+        with lock:
+            sent.extend(mine)
+
+    threads = [threading.Thread(target=work, name=f"mcpsync-test[ahead{i}]") for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not any(t.is_alive() for t in threads)
+    jtis = [json.loads(_unb64(p.split(".")[1]))["jti"] for p in sent]
+    assert len(sent) == 800 and len(set(jtis)) == 800

@@ -121,3 +121,31 @@ def test_request_auth_contract_on_a_plain_object(no_leaks):
             assert s.transport._http.fast  # type: ignore[attr-defined]
             assert _echo(s, "x") == "x"
         assert auth.answers == [401]  # asked once, on the first request; re-sent once
+
+
+def test_request_sent_runs_once_per_attempt_after_its_headers(no_leaks):
+    """The fast path calls ``request_sent`` once per attempt, after the request went out
+    with the headers ``request_headers`` gave, with the same ``state``, before the reply."""
+    events: list[tuple[str, int]] = []
+
+    class Watching(RequestAuth):
+        def request_headers(self, method: str, url: str, state: dict[str, Any]) -> dict[str, str]:
+            state["n"] = len(events)
+            events.append(("headers", state["n"]))
+            return {}
+
+        def answer(self, method, url, status, headers, sent, state) -> bool:  # type: ignore[no-untyped-def]
+            return False
+
+        def request_sent(self, method: str, url: str, state: dict[str, Any]) -> None:
+            events.append(("sent", state["n"]))
+
+    with DemoHTTPServer() as server:
+        with mcpsync.Session.connect(server.url, auth=Watching(), timeout=30) as s:  # type: ignore[arg-type]
+            events.clear()
+            for text in ("x", "y", "z"):
+                assert _echo(s, text) == text
+        # three calls, then the session's DELETE at close: each a (headers, sent) pair
+        assert events[:6] == [(k, n) for n in (0, 2, 4) for k in ("headers", "sent")]
+        assert events[6::2] == [("headers", n) for n in range(6, len(events), 2)]
+        assert events[7::2] == [("sent", n) for n in range(6, len(events), 2)]

@@ -63,6 +63,11 @@ _EC = {"ES256": ("P-256", 32), "ES384": ("P-384", 48), "ES512": ("P-521", 66)}
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 #: re-sends of one request for a new server nonce before giving up (a nonce loop)
 MAX_NONCE_RETRIES = 2
+#: a proof signed ahead (``DPoPKey.sign_ahead``) is used at most this many seconds after its
+#: ``iat`` (whole seconds, so up to one more): servers allow far more clock skew than that
+AHEAD_MAX_AGE = 1
+#: proofs signed ahead that may wait at once (one per thread sharing a session, a few)
+AHEAD_READY = 4
 
 
 class DPoPError(AuthError):
@@ -162,6 +167,10 @@ class DPoPKey:
         "_ath",
         "_ecdsa",
         "_dss",
+        "_ready",
+        "_ready_lock",
+        "_ahead_skip",
+        "_ahead_misses",
     )
 
     def __init__(self, private_key: Any, alg: str) -> None:
@@ -191,6 +200,11 @@ class DPoPKey:
         header = {"typ": "dpop+jwt", "alg": alg, "jwk": self.public_jwk}
         self._header = _b64(json.dumps(header, separators=(",", ":")).encode())
         self._ath: tuple[str, str] | None = None  # (access token, its hash): one cached
+        # proofs signed ahead (sign_ahead), each taken at most once: (what it binds, iat, proof)
+        self._ready: list[tuple[tuple[str, str, str | None, str | None], int, str]] = []
+        self._ready_lock = threading.Lock()
+        self._ahead_skip = 0  # requests to let pass before signing ahead again (after a miss)
+        self._ahead_misses = 0
 
     def __repr__(self) -> str:
         return f"DPoPKey(alg={self.alg!r}, thumbprint={self.thumbprint!r})"
@@ -269,9 +283,60 @@ class DPoPKey:
         nonce: str | None = None,
         htu: str | None = None,
     ) -> str:
-        """A fresh proof JWT for one request (a new ``jti`` every call: never reuse one)."""
+        """A fresh proof JWT for one request (a new ``jti`` every call: never reuse one).
+
+        A proof :meth:`sign_ahead` made for the same method, URL, token and nonce is taken
+        instead of signing now, if it is at most :data:`AHEAD_MAX_AGE` seconds old; each is
+        taken once."""
         htu_json = json.dumps(htu) if htu is not None else _htu_json(url)
-        return self._build(method, htu_json, access_token, nonce, int(time.time()))
+        now = int(time.time())
+        if self._ready:
+            ready = self._take((method, htu_json, access_token, nonce), now)
+            if ready is not None:
+                return ready
+        return self._build(method, htu_json, access_token, nonce, now)
+
+    def sign_ahead(
+        self, method: str, url: str, *, access_token: str | None = None, nonce: str | None = None
+    ) -> None:
+        """Sign a proof for a *next* request to ``url`` now, for :meth:`proof` to take.
+
+        The HTTP transport calls this (through ``OAuth.request_sent``) after writing a
+        request and before reading its reply: the signature is made while the server
+        works, instead of before the next request goes out. At most :data:`AHEAD_READY`
+        proofs wait; after a proof was wasted (the nonce or the token changed meanwhile),
+        signing ahead pauses for a growing number of requests."""
+        if self._ahead_skip:
+            self._ahead_skip -= 1
+            return
+        if len(self._ready) >= AHEAD_READY:
+            return
+        htu_json = _htu_json(url)
+        now = int(time.time())
+        proof = self._build(method, htu_json, access_token, nonce, now)
+        with self._ready_lock:
+            self._ready.append(((method, htu_json, access_token, nonce), now, proof))
+
+    def _take(self, binds: tuple[str, str, str | None, str | None], now: int) -> str | None:
+        with self._ready_lock:
+            ready, self._ready = self._ready, []
+            found = None
+            for entry in ready:
+                if found is None and entry[0] == binds and now - entry[1] <= AHEAD_MAX_AGE:
+                    found = entry[2]
+                    self._ahead_misses = 0
+                elif now - entry[1] <= AHEAD_MAX_AGE and entry[0][:3] == binds[:3]:
+                    if entry[0] != binds:  # another nonce now: wasted
+                        self._ahead_missed()
+                    else:
+                        self._ready.append(entry)  # a second one for the same request kind
+                else:
+                    self._ahead_missed()
+        return found
+
+    def _ahead_missed(self) -> None:
+        self._ahead_misses = min(self._ahead_misses + 1, 6)
+        self._ahead_skip = 1 << self._ahead_misses  # 2, 4, ... 64 requests
 
     def _build(
         self, method: str, htu_json: str, access_token: str | None, nonce: str | None, iat: int

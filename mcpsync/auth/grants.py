@@ -355,6 +355,7 @@ class GrantConstructors:
         allow_insecure_http: bool = False,
         server_url: str | None = None,
         dpop: bool | str = "auto",
+        dpop_algorithm: str = "ES256",
     ) -> _O:
         """A workload authenticating with its platform identity JWT (workload identity
         federation, SEP-1933; RFC 7523 jwt-bearer grant). No client registration, no secret.
@@ -363,7 +364,8 @@ class GrantConstructors:
         returning it), ``assertion_file`` (re-read on every use: a Kubernetes projected
         token stays fresh) or ``assertion_env``. ``client_id`` is sent only when given.
         A refusal raises ``InvalidGrant`` / ``UnauthorizedClient`` / ``InvalidScope``.
-        ``dpop`` as for ``OAuth`` (the jwt-bearer request then carries a DPoP proof).
+        ``dpop`` and ``dpop_algorithm`` as for ``OAuth`` (the jwt-bearer request then carries
+        a DPoP proof).
 
         >>> OAuth.workload_identity(assertion_file="/var/run/secrets/tokens/mcp")  # doctest: +SKIP
         """
@@ -374,7 +376,8 @@ class GrantConstructors:
         self = make(
             scopes=scopes, issuer=issuer, store=store, offline_access=False,
             http_session=http_session, timeout=timeout, allow_insecure_http=allow_insecure_http,
-            server_url=server_url, dpop=dpop, redirect="headless",  # never used
+            server_url=server_url, dpop=dpop, dpop_algorithm=dpop_algorithm,
+            redirect="headless",  # never used
         )  # fmt: skip
         self._machine = WorkloadIdentity(source, client_id=client_id)
         self._grant = self._machine.name
@@ -402,6 +405,7 @@ class GrantConstructors:
         allow_insecure_http: bool = False,
         server_url: str | None = None,
         dpop: bool | str = "auto",
+        dpop_algorithm: str = "ES256",
     ) -> _O:
         """Enterprise-managed authorization (SEP-990, ID-JAG): the user's ID token is
         exchanged at the enterprise IdP (RFC 8693, at ``idp_token_endpoint`` or the token
@@ -421,7 +425,8 @@ class GrantConstructors:
             client_id=client_id, client_secret=client_secret, issuer=issuer, scopes=scopes,
             store=store, offline_access=False, token_endpoint_auth_method=token_endpoint_auth_method,
             http_session=http_session, timeout=timeout, allow_insecure_http=allow_insecure_http,
-            server_url=server_url, dpop=dpop, redirect="headless",  # never used
+            server_url=server_url, dpop=dpop, dpop_algorithm=dpop_algorithm,
+            redirect="headless",  # never used
         )  # fmt: skip
         self._machine = EnterpriseManaged(
             source,

@@ -201,6 +201,7 @@ class OAuth(_Presenting, _Selection, GrantConstructors, AuthBase):
         allow_insecure_http: bool = False,
         server_url: str | None = None,
         dpop: bool | str = "auto",
+        dpop_algorithm: str = "ES256",
     ) -> OAuth:
         """A client acting on its own behalf (``client_credentials`` grant).
 
@@ -227,6 +228,7 @@ class OAuth(_Presenting, _Selection, GrantConstructors, AuthBase):
             server_url=server_url,
             redirect="headless",  # never used
             dpop=dpop,
+            dpop_algorithm=dpop_algorithm,
         )
         self._grant = "client_credentials"
         self._private_key_pem = private_key_pem

@@ -90,7 +90,9 @@ class _Presenting(RequestAuth):
         raise NotImplementedError
 
     # -- the headers -------------------------------------------------------------------
-    def _headers_for(self, method: str, url: str, *, renew: bool = True) -> dict[str, str]:
+    def _headers_for(
+        self, method: str, url: str, *, renew: bool = True, state: dict[str, Any] | None = None
+    ) -> dict[str, str]:
         """The credential headers; ``renew=False`` (a re-send after a flow) takes the token
         as it is instead of renewing one about to expire."""
         with self._lock:
@@ -108,6 +110,8 @@ class _Presenting(RequestAuth):
                 self._prover = DPoPProver(key, self._nonces)
         # signed outside the lock: threads sharing the token do not queue behind each other
         proof = key.proof(method, url, access_token=tok.access_token, nonce=self._nonces.get(url))
+        if state is not None:
+            state["ahead"] = (key, tok.access_token)
         return {"Authorization": f"DPoP {tok.access_token}", "DPoP": proof}
 
     def _auth_header(self) -> str | None:
@@ -121,7 +125,14 @@ class _Presenting(RequestAuth):
         return 2 * self.max_auth_attempts + 2 + MAX_NONCE_RETRIES
 
     def request_headers(self, method: str, url: str, state: dict[str, Any]) -> Mapping[str, str]:
-        return self._headers_for(method, url, renew=not state)
+        return self._headers_for(method, url, renew=not state.get("answered"), state=state)
+
+    def request_sent(self, method: str, url: str, state: dict[str, Any]) -> None:
+        """A DPoP-bound request is on the wire: sign the next one's proof while it is answered."""
+        ahead = state.get("ahead")
+        if ahead is not None:
+            key, access_token = ahead
+            key.sign_ahead(method, url, access_token=access_token, nonce=self._nonces.get(url))
 
     def answer(
         self,

@@ -13,6 +13,7 @@ import socket
 import ssl
 import threading
 from collections.abc import Mapping
+from functools import partial
 from typing import Any, NamedTuple
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
@@ -414,7 +415,14 @@ class HTTPClient:
         for resends in range(auth.max_resends + 1):
             added = auth.request_headers(method, target.url, state)
             sent = {**headers, **added} if added else headers
-            response = pool.urlopen(method, target.path, sent, body, read_timeout)
+            response = pool.urlopen(
+                method,
+                target.path,
+                sent,
+                body,
+                read_timeout,
+                partial(auth.request_sent, method, target.url, state),
+            )
             status = response.status
             if status != 401 and status != 403 and response.headers.get("dpop-nonce") is None:
                 return response

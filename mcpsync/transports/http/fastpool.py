@@ -17,7 +17,7 @@ import select
 import socket
 import ssl
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import requests
@@ -179,7 +179,10 @@ class _FastPool:
         headers: Mapping[str, str],
         body: bytes | None,
         read_timeout: float | None,
+        on_sent: Callable[[], None] | None = None,
     ) -> _FastReply:
+        """One request on a pooled connection; ``on_sent`` runs once it is written, before
+        its reply is read."""
         conn = self.get()
         try:
             if conn.sock is None:
@@ -195,6 +198,8 @@ class _FastPool:
                 # ACK the reply at once: a server without TCP_NODELAY that writes headers
                 # and body separately would otherwise stall ~40 ms on our delayed ACK.
                 conn.sock.setsockopt(socket.IPPROTO_TCP, _QUICKACK, 1)
+            if on_sent is not None:
+                on_sent()
             response = conn.getresponse()
         except BaseException:
             conn.close()

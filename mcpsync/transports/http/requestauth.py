@@ -22,6 +22,10 @@ The contract, per request of the transport:
    discard this reply and send the same request once more, with new ``request_headers``.
    The transport re-sends at most ``max_resends`` times per request, then returns the
    last reply as it is.
+3. ``request_sent(method, url, state)``: called on the fast path after each attempt was
+   written and before its reply is read (default: nothing). It must be quick and must
+   not raise; an object may use the wait for work the next request needs (``OAuth``
+   signs the next DPoP proof there while the server answers).
 """
 
 from __future__ import annotations
@@ -65,3 +69,8 @@ class RequestAuth(abc.ABC):
 
         ``sent`` holds the headers ``request_headers`` gave for this attempt; ``state`` is
         the request's dict (see the module doc)."""
+
+    def request_sent(self, method: str, url: str, state: dict[str, Any]) -> None:
+        """The attempt whose headers ``request_headers`` gave is on the wire; its reply is
+        not read yet (see the module doc). Default: nothing."""
+        return None
