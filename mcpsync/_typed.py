@@ -79,25 +79,53 @@ def _import_types() -> Any:
 def _deferred_builds() -> Iterator[None]:
     """pydantic's ``defer_build`` for every model and TypeAdapter this thread creates.
 
-    Two pydantic 2 hooks: ``ConfigWrapper.defer_build`` (read by the model metaclass) and
-    ``TypeAdapter._defer_build``. Both are consulted by thread: other threads keep their
-    own configuration while this import runs. Without the hooks nothing is changed.
+    Three pydantic 2 hooks: ``ConfigWrapper.defer_build`` (read by the model metaclass),
+    ``TypeAdapter._defer_build``, and ``BaseModel.model_rebuild`` (``mcp_types`` rebuilds
+    a few models at import to resolve forward references, and pydantic rebuilds a generic
+    model each time it is parametrized: in this thread an unforced rebuild of a model not
+    built yet is skipped, as pydantic resolves the same module-level names when it builds
+    the model on first use). All are consulted by thread: other threads keep their own
+    configuration while this import runs. Without the hooks nothing is changed.
     """
     try:
-        from pydantic import type_adapter
+        from pydantic import BaseModel, type_adapter
         from pydantic._internal import _config
 
         wrapper: Any = _config.ConfigWrapper
         adapter: Any = type_adapter.TypeAdapter
         adapter_defer = adapter.__dict__["_defer_build"]
         adapter_getter = adapter_defer.fget if isinstance(adapter_defer, property) else None
-        if adapter_getter is None or "defer_build" in wrapper.__dict__:
+        rebuild = BaseModel.__dict__["model_rebuild"]
+        if (
+            adapter_getter is None
+            or "defer_build" in wrapper.__dict__
+            or not isinstance(rebuild, classmethod)
+        ):
             raise LookupError("unknown pydantic layout")
         wrapper_getattr = wrapper.__getattr__
     except (ImportError, LookupError, AttributeError):  # another pydantic: build as usual
         yield
         return
     importer = threading.get_ident()
+    rebuild_func = rebuild.__func__
+
+    def model_rebuild(
+        cls: Any,
+        *,
+        force: bool = False,
+        raise_errors: bool = True,
+        _parent_namespace_depth: int = 2,
+        _types_namespace: Any = None,
+    ) -> bool | None:
+        if not force and threading.get_ident() == importer and not cls.__pydantic_complete__:
+            return None  # built on first use instead
+        return rebuild_func(  # type: ignore[no-any-return]
+            cls,
+            force=force,
+            raise_errors=raise_errors,
+            _parent_namespace_depth=_parent_namespace_depth + 1,  # this frame
+            _types_namespace=_types_namespace,
+        )
 
     def config_defer(self: Any) -> Any:
         return True if threading.get_ident() == importer else wrapper_getattr(self, "defer_build")
@@ -107,11 +135,13 @@ def _deferred_builds() -> Iterator[None]:
 
     wrapper.defer_build = property(config_defer)
     adapter._defer_build = property(type_adapter_defer)
+    BaseModel.model_rebuild = classmethod(model_rebuild)  # type: ignore[method-assign,assignment]
     try:
         yield
     finally:
         del wrapper.defer_build
         adapter._defer_build = adapter_defer
+        BaseModel.model_rebuild = rebuild  # type: ignore[method-assign,assignment]
 
 
 def prefetch() -> None:
@@ -171,8 +201,9 @@ def validate(model_name: str, data: Any) -> Any:
 
 
 #: the results every session may convert: their validators are built by ``warm()``
-WARM_MODELS = ("Implementation", "ServerCapabilities", "CallToolResult", "ReadResourceResult",
-               "GetPromptResult", "CompleteResult", "LoggingMessageNotificationParams")  # fmt: skip
+#: built by the prefetch: what bring-up converts, and the commonest first result (the others
+#: are built on first use, ~0.2-1 ms each: not on every session's cold path)
+WARM_MODELS = ("Implementation", "ServerCapabilities", "CallToolResult")
 _warmed = threading.Event()
 
 
