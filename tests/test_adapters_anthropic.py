@@ -135,3 +135,124 @@ def test_pdf_and_unreadable_images_and_a_message_with_text_blocks():
         "data": PDF,
     }
     assert "image/bmp" in block["content"][2]["text"] and "audio/wav" in block["content"][3]["text"]
+
+
+# -- strict tool use ----------------------------------------------------------------------
+FLIGHT = {
+    "name": "book_flight",
+    "description": "Book a flight.",
+    "inputSchema": {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "$defs": {
+            "Airport": {
+                "type": "object",
+                "properties": {"code": {"type": "string", "minLength": 3, "maxLength": 3}},
+                "required": ["code"],
+            }
+        },
+        "properties": {
+            "origin": {"$ref": "#/$defs/Airport"},
+            "destination": {"$ref": "#/$defs/Airport"},
+            "seats": {"type": "integer", "minimum": 1, "default": 1},
+            "class": {"type": "string", "enum": ["economy", "business"]},
+            "when": {"type": "string", "format": "date-time"},
+            "code": {"type": "string", "format": "iata"},
+            "pay": {"oneOf": [{"type": "string"}, {"type": "number"}]},
+            "legs": {"type": "array", "items": {"type": "string"}, "minItems": 2},
+            "mode": {"const": "fast"},
+        },
+        "required": ["origin", "destination"],
+    },
+}
+FREE = {
+    "name": "store",
+    "inputSchema": {
+        "type": "object",
+        "properties": {"data": {"type": "object", "additionalProperties": True}},
+        "required": ["data"],
+    },
+}
+NOARGS = {"name": "ping", "inputSchema": {"type": "object"}}
+
+
+def _closed_everywhere(node) -> None:
+    if isinstance(node, dict):
+        if node.get("type") == "object":
+            assert node["additionalProperties"] is False, node
+        for value in node.values():
+            _closed_everywhere(value)
+    elif isinstance(node, list):
+        for value in node:
+            _closed_everywhere(value)
+
+
+def test_strict_tools_follow_the_strict_subset_and_keep_their_meaning():
+    import jsonschema
+
+    server = app_server([FLIGHT, FREE, NOARGS])
+    with mcpsync.Session.connect(server.transport, timeout=10) as s:
+        plain = {t["name"]: t for t in adapters.to_anthropic(s)}
+        tools = {t["name"]: t for t in adapters.to_anthropic(s, strict=True)}
+    for tool in tools.values():
+        fits(tool, ToolParam)
+    assert all("strict" not in t for t in plain.values())
+
+    flight = tools["book_flight"]
+    assert flight["strict"] is True
+    schema = flight["input_schema"]
+    _closed_everywhere(schema)
+    assert "$defs" not in schema and "$ref" not in json.dumps(schema)  # inlined
+    assert schema["required"] == ["origin", "destination"]  # optional ones stay optional
+    props = schema["properties"]
+    assert props["origin"]["properties"]["code"] == {
+        "type": "string",
+        "description": "minLength: 3, maxLength: 3",
+    }
+    assert props["seats"] == {"type": "integer", "description": "minimum: 1, default: 1"}
+    assert props["class"]["enum"] == ["economy", "business"]
+    assert props["when"]["format"] == "date-time"
+    assert "format" not in props["code"] and "iata" in props["code"]["description"]
+    assert props["pay"] == {"anyOf": [{"type": "string"}, {"type": "number"}]}
+    assert props["legs"] == {
+        "type": "array",
+        "items": {"type": "string"},
+        "description": "minItems: 2",
+    }
+    assert props["mode"] == {"const": "fast"}
+    # what the tool accepts, the strict schema accepts too
+    good = {"origin": {"code": "CDG"}, "destination": {"code": "JFK"}, "seats": 2, "pay": 3}
+    jsonschema.validate(good, FLIGHT["inputSchema"])
+    jsonschema.validate(good, schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({**good, "extra": 1}, schema)  # closed
+
+    # a free-form object cannot be strict: the tool is left as it is
+    assert "strict" not in tools["store"] and tools["store"] == plain["store"]
+    # no parameters: an empty closed object
+    assert tools["ping"]["strict"] is True
+    assert tools["ping"]["input_schema"] == {
+        "type": "object",
+        "properties": {},
+        "additionalProperties": False,
+    }
+
+
+@pytest.mark.real
+def test_strict_tools_from_server_everything_fit_the_sdk_types(everything):
+    import jsonschema
+
+    tools = adapters.to_anthropic(everything, strict=True)
+    originals = {t.name: t for t in everything.list_tools()}
+    assert any(t.get("strict") for t in tools)
+    for tool in tools:
+        fits(tool, ToolParam)
+        if tool.get("strict"):
+            _closed_everywhere(tool["input_schema"])
+            jsonschema.Draft202012Validator.check_schema(tool["input_schema"])
+        else:  # left unchanged
+            expected = {
+                k: v for k, v in originals[tool["name"]].input_schema.items() if k != "$schema"
+            }
+            expected.setdefault("properties", {})
+            assert tool["input_schema"] == expected

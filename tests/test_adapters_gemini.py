@@ -84,13 +84,18 @@ def check(declarations, session=None):
     for decl in declarations:
         types.FunctionDeclaration.model_validate(decl)
         assert NAME.match(decl["name"])
-        if "parameters" in decl:
-            assert keys_used(decl["parameters"]) <= SUBSET, keys_used(decl["parameters"]) - SUBSET
+        for key in ("parameters", "response"):
+            if key in decl:
+                assert keys_used(decl[key]) <= SUBSET, keys_used(decl[key]) - SUBSET
     types.Tool.model_validate({"function_declarations": declarations})
     if session is not None:
         originals = {t.name: t for t in session.list_tools()}
         for decl in declarations:
             assert decl.get("description", "") == (originals[decl["name"]].description or "")
+
+
+def originals_output(session) -> dict:
+    return {t.name: t.output_schema for t in session.list_tools() if t.output_schema}
 
 
 @pytest.fixture(scope="module")
@@ -111,6 +116,19 @@ def test_declarations_from_server_everything_and_the_sdk_server(everything):
         "Chicago",
         "Los Angeles",
     ]
+    # a tool with an outputSchema says what its function_response holds
+    output = originals_output(everything)["get-structured-content"]
+    response = by_name["get-structured-content"]["response"]
+    assert set(response["properties"]) == {"output", "error"}
+    assert set(response["properties"]["output"]["properties"]) == set(output["properties"])
+    assert all(
+        "response" not in d for n, d in by_name.items() if n not in originals_output(everything)
+    )
+    raw = {d["name"]: d for d in adapters.to_gemini(everything, json_schema=True)}
+    assert raw["get-structured-content"]["response_json_schema"]["properties"]["output"] == {
+        k: v for k, v in output.items() if k != "$schema"
+    }
+    types.FunctionDeclaration.model_validate(raw["get-structured-content"])
     gzip = by_name["gzip-file-as-resource"]["parameters"]["properties"]["data"]
     assert "format" not in gzip  # "uri" is not a Gemini format
     with mcpsync.Session.connect(sdk_stdio_argv(), timeout=30) as sdk:

@@ -125,6 +125,12 @@ class Entry:
         schema = getattr(self.tool, "input_schema", None)
         return dict(schema) if isinstance(schema, Mapping) else {"type": "object"}
 
+    @property
+    def output_schema(self) -> dict[str, Any] | None:
+        """The tool's ``outputSchema`` (what its ``structuredContent`` holds), if it has one."""
+        schema = getattr(self.tool, "output_schema", None)
+        return dict(schema) if isinstance(schema, Mapping) else None
+
 
 class ToolSet:
     """The tools offered to a model: a source (``Session`` or ``Host``) and a filter.

@@ -7,10 +7,21 @@ next ``user`` message. Text blocks stay text; images of the types Claude reads (
 PNG, GIF, WebP) become base64 ``image`` blocks; an embedded PDF becomes a ``document``
 block; embedded text resources become text; other binary blocks and resource links are
 described in text; ``isError`` becomes ``is_error``.
+
+Strict tool use (``strict=True``: Claude's input then always matches the schema): the
+schema is rewritten into the subset strict mode takes: every object closed
+(``additionalProperties: false``; ``required`` kept as it is, optional properties stay
+optional), ``$ref`` inlined, ``oneOf`` read as ``anyOf``, ``allOf`` of objects merged,
+``enum`` / ``const`` of plain values, string ``format`` only where strict mode knows it,
+``minItems`` only 0 or 1; the keywords it does not take (``minimum``, ``maxLength``,
+``pattern``, ``default`` ...) move into the description in words, so the model still
+learns them. A schema strict mode cannot express (a free-form object, a value of any
+type, an array without ``items``) leaves that tool without ``strict``, unchanged.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,31 +30,125 @@ from ._core import (
     Call,
     Outcome,
     as_dict,
+    inline_refs,
     object_schema,
     parse_arguments,
     provider_names,
     toolset,
 )
 
-__all__ = ["to_anthropic", "parse_call", "results"]
+__all__ = ["to_anthropic", "strict_schema", "parse_call", "results"]
 
 _IMAGE_TYPES = {"image/jpeg", "image/png", "image/gif", "image/webp"}
 
 
+_KEEP = {"type", "properties", "required", "items", "enum", "const", "anyOf", "description",
+         "title", "format", "minItems"}  # fmt: skip
+_FORMATS = {"date-time", "time", "date", "duration", "email", "hostname", "uri", "ipv4",
+            "ipv6", "uuid"}  # fmt: skip
+_PLAIN = (str, int, float, bool, type(None))
+
+
+class _NotStrict(Exception):
+    """The schema has a part strict mode cannot express."""
+
+
+def _merge_all_of(node: dict[str, Any]) -> dict[str, Any]:
+    for part in node.pop("allOf"):
+        if not isinstance(part, Mapping) or part.get("type", "object") != "object":
+            raise _NotStrict("allOf of non-objects")
+        node.setdefault("type", "object")
+        node.setdefault("properties", {}).update(part.get("properties") or {})
+        node["required"] = sorted(set(node.get("required") or ()) | set(part.get("required") or ()))
+    return node
+
+
+def _strict_node(node: Any) -> dict[str, Any]:
+    if not isinstance(node, Mapping) or not node:
+        raise _NotStrict("a value of any type")
+    node = dict(node)
+    if "allOf" in node:
+        node = _merge_all_of(node)
+    if "oneOf" in node:
+        node["anyOf"] = node.pop("oneOf")
+    out: dict[str, Any] = {}
+    words: dict[str, Any] = {}  # what strict mode does not take, said in the description
+    for key, value in node.items():
+        if key in ("additionalProperties", "$schema", "$defs", "definitions", "$id"):
+            continue
+        plain = key not in ("enum", "const") or (
+            all(isinstance(v, _PLAIN) for v in value)
+            if key == "enum"
+            else isinstance(value, _PLAIN)
+        )
+        keep = key in _KEEP and plain
+        if key == "format" and value not in _FORMATS:
+            keep = False
+        if key == "minItems" and value not in (0, 1):
+            keep = False
+        if keep:
+            out[key] = value
+        elif key not in ("enum", "const") and isinstance(value, (*_PLAIN, list)):
+            words[key] = value
+        elif key in ("enum", "const"):
+            raise _NotStrict("an enum of objects")
+    if words:
+        said = ", ".join(f"{k}: {json.dumps(v)}" for k, v in words.items())
+        out["description"] = f"{out['description']} ({said})" if out.get("description") else said
+    if "anyOf" in out:
+        out["anyOf"] = [_strict_node(s) for s in out["anyOf"]]
+        return out
+    types = out.get("type")
+    type_list = [types] if isinstance(types, str) else list(types or ())
+    if not type_list and "enum" not in out and "const" not in out:
+        raise _NotStrict("a value of any type")
+    if "object" in type_list:
+        if node.get("additionalProperties") not in (None, False):
+            raise _NotStrict("an object with free-form keys")
+        props = node.get("properties") or {}
+        if not props:
+            raise _NotStrict("a free-form object")
+        out["properties"] = {key: _strict_node(sub) for key, sub in props.items()}
+        out["additionalProperties"] = False
+    if "array" in type_list:
+        if not isinstance(node.get("items"), Mapping):
+            raise _NotStrict("an array without an items schema")
+        out["items"] = _strict_node(node["items"])
+    return out
+
+
+def strict_schema(schema: Any) -> dict[str, Any] | None:
+    """``schema`` rewritten for Anthropic strict tool use, or None if it cannot express it."""
+    try:
+        root = object_schema(inline_refs(schema))
+        if not root.get("properties") and root.get("additionalProperties") in (None, False):
+            # no parameters: an empty closed object
+            return {"type": "object", "properties": {}, "additionalProperties": False}
+        return _strict_node(root)
+    except _NotStrict:
+        return None
+
+
 def to_anthropic(
-    source: Any, *, cache_control: bool = False, **filters: Any
+    source: Any, *, strict: bool = False, cache_control: bool = False, **filters: Any
 ) -> list[dict[str, Any]]:
     """Tools for ``client.messages.create(tools=...)``.
 
     ``source``: a ``Session``, a ``Host`` or a ``ToolSet``; ``filters`` as ``ToolFilter``
-    and ``qualified``. ``cache_control=True`` marks the last tool as a prompt-cache
+    and ``qualified``. ``strict=True``: strict tool use (``"strict": true``, the schema in
+    the subset strict mode takes; a tool whose schema it cannot express is left as it is,
+    without ``strict``). ``cache_control=True`` marks the last tool as a prompt-cache
     breakpoint (``{"type": "ephemeral"}``). Names are mapped reversibly to
     ``^[A-Za-z0-9_-]{1,64}$``.
     """
     tools = toolset(source, **filters)
     out: list[dict[str, Any]] = []
     for name, entry in provider_names(tools.entries(), ANTHROPIC_NAMES).items():
-        tool: dict[str, Any] = {"name": name, "input_schema": object_schema(entry.input_schema)}
+        schema = object_schema(entry.input_schema)
+        closed = strict_schema(entry.input_schema) if strict else None
+        tool: dict[str, Any] = {"name": name, "input_schema": closed or schema}
+        if closed is not None:
+            tool["strict"] = True
         if entry.description:
             tool["description"] = entry.description
         out.append(tool)

@@ -12,7 +12,10 @@ listed in the description), ``format`` kept only where Gemini knows it (``enum``
 ``example``, and everything else (``additionalProperties``, ``exclusiveMinimum``,
 ``$schema``, ``patternProperties`` ...) dropped. A tool without parameters gets no
 ``parameters``. ``json_schema=True`` gives the tool's JSON Schema untouched as
-``parameters_json_schema`` instead (newer Gemini models accept it).
+``parameters_json_schema`` instead (newer Gemini models accept it). A tool with an
+``outputSchema`` also declares what its ``function_response`` holds: ``response`` (the
+same conversion) or, with ``json_schema=True``, ``response_json_schema``, both an object
+with ``output`` (the tool's ``outputSchema``) and ``error`` (a string), as results give.
 
 Results: ``{"function_response": {"id", "name", "response", "parts"}}``; ``response`` is
 ``{"output": ...}`` (structured content, else the text) or ``{"error": ...}``; images,
@@ -175,8 +178,27 @@ def to_gemini(source: Any, *, json_schema: bool = False, **filters: Any) -> list
             decl["parameters_json_schema"] = schema
         elif schema.get("properties"):
             decl["parameters"] = gemini_schema(schema)
+        output = entry.output_schema
+        if output is not None:
+            response = _response_schema(output)
+            if json_schema:
+                decl["response_json_schema"] = response
+            else:
+                decl["response"] = gemini_schema(response)
         out.append(decl)
     return out
+
+
+def _response_schema(output: dict[str, Any]) -> dict[str, Any]:
+    """The ``response`` a result gives: ``{"output": structuredContent}`` or ``{"error": text}``."""
+    inner = {k: v for k, v in output.items() if k != "$schema"}
+    return {
+        "type": "object",
+        "properties": {
+            "output": inner,
+            "error": {"type": "string", "description": "the tool's error message"},
+        },
+    }
 
 
 # --------------------------------------------------------------------------- dispatch
