@@ -6,6 +6,7 @@ and notebook HTML), the client it registers. A fake clock and wait: no test slee
 from __future__ import annotations
 
 import _thread
+import io
 import json
 import logging
 import sys
@@ -16,11 +17,13 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 import pytest
+import requests
 import responses
 from auth_peers.mock_world import ISSUER, SERVER, World, post
 
 from mcpsync.auth import MemoryTokenStore, OAuth
 from mcpsync.auth.device import DEVICE_CODE_GRANT, DeviceCode, DeviceFlow
+from mcpsync.auth.redirect import no_browser_reason
 from mcpsync.errors import AccessDenied, AuthError, ConfigError, ExpiredToken, TokenError
 
 DEVICE_CODE = "dc-secret-device-code-0123456789"
@@ -64,6 +67,14 @@ class DeviceAS:
         hdr = {"Content-Type": "application/json"}
         assert form["grant_type"] == DEVICE_CODE_GRANT and form["device_code"] == DEVICE_CODE
         answer = self.answers.pop(0) if self.answers else "authorization_pending"
+        if answer == "unreachable":
+            raise requests.ConnectionError("connection refused")  # what requests raises
+        if answer in ("502", "429"):  # a proxy's page in front of the AS
+            return int(answer), {"Content-Type": "text/html"}, "<html>Bad Gateway</html>"
+        if answer == "html":  # a login page, answered 200
+            return 200, {"Content-Type": "text/html"}, "<html><form>Sign in</form></html>"
+        if answer in ("server_error", "temporarily_unavailable"):
+            return 503, hdr, json.dumps({"error": answer})
         if answer != "ok":
             return 400, hdr, json.dumps({"error": answer, "error_description": f"{answer}!"})
         at = f"at-{len(self.polls)}"
@@ -303,3 +314,151 @@ def test_every_poll_carries_a_fresh_dpop_proof(rsps, http):
     assert len(proofs) == 2 and all(proofs) and proofs[0] != proofs[1]
     jtis = {jwt.decode(p, options={"verify_signature": False})["jti"] for p in proofs}
     assert len(jtis) == 2
+
+
+# -- hiccups while polling -------------------------------------------------------------
+
+
+def test_poll_hiccups_are_retried_with_backoff(rsps, http, caplog):
+    """Unreachable, a 502 page, a 503 server_error, a 429, temporarily_unavailable: each
+    doubles the wait (RFC 8628 3.5) and polling goes on; an answer resets the interval."""
+    w = World(rsps)
+    hiccups = ["unreachable", "502", "server_error", "429"]
+    d = DeviceAS(w, ["authorization_pending", *hiccups, "authorization_pending", "ok"])
+    caplog.set_level(logging.DEBUG, logger="mcpsync")
+    t = FakeTime()
+    assert post(http, device_auth(t)).status_code == 200
+    assert t.waits == [5, 5, 10, 20, 40, 60, 5]  # 2**n x interval, at most 60 s
+    assert len(d.polls) == 7
+    assert "token endpoint ConnectionError" in caplog.text and "HTTP 502" in caplog.text
+    assert DEVICE_CODE not in caplog.text
+
+
+def test_poll_hiccups_stay_bounded_by_the_codes_lifetime(rsps, http):
+    w = World(rsps)
+    d = DeviceAS(w, ["unreachable"] * 10, expires_in=30)
+    t = FakeTime()
+    with pytest.raises(ExpiredToken) as info:
+        post(http, device_auth(t))
+    assert t.waits == [5, 10, 15]  # the last back-off cut to what is left of the 30 s
+    assert len(d.polls) == 2
+    text = str(info.value)
+    assert "within 30 s" in text and "failing (ConnectionError)" in text
+    assert info.value.step == "device_code" and DEVICE_CODE not in text
+
+
+def test_temporarily_unavailable_then_approved(rsps, http):
+    w = World(rsps)
+    DeviceAS(w, ["temporarily_unavailable", "ok"])
+    t = FakeTime()
+    assert post(http, device_auth(t)).status_code == 200
+    assert t.waits == [5, 10]
+
+
+def test_an_html_answer_while_polling_is_final_and_names_the_step(rsps, http, caplog):
+    w = World(rsps)
+    d = DeviceAS(w, ["authorization_pending", "html", "ok"])
+    caplog.set_level(logging.DEBUG, logger="mcpsync")
+    with pytest.raises(AuthError) as info:
+        post(http, device_auth(FakeTime()))
+    assert not isinstance(info.value, TokenError)  # not the AS refusing: no usable answer
+    text = str(info.value)
+    assert "(device_code)" in text and "text/html" in text and "HTTP 200" in text
+    assert len(d.polls) == 2  # stopped at once
+    assert DEVICE_CODE not in text and DEVICE_CODE not in caplog.text
+
+
+# -- redirect="auto" without a browser ---------------------------------------------------
+
+
+@pytest.fixture
+def no_display(monkeypatch):
+    for name in ("DISPLAY", "WAYLAND_DISPLAY", "SSH_CONNECTION", "SSH_TTY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(sys, "platform", "linux")
+    monkeypatch.setattr(DeviceFlow, "_wait_event", lambda self, s: False)
+    shown: list[DeviceCode] = []
+    monkeypatch.setattr("mcpsync.auth.device.show_device_code", shown.append)
+    return shown
+
+
+def test_no_browser_reason(monkeypatch):
+    import webbrowser
+
+    for name in ("DISPLAY", "WAYLAND_DISPLAY", "SSH_CONNECTION", "SSH_TTY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(webbrowser, "get", lambda *a: object())
+    monkeypatch.setattr(sys, "platform", "linux")
+    assert no_browser_reason() == "no DISPLAY or WAYLAND_DISPLAY"
+    monkeypatch.setenv("WAYLAND_DISPLAY", "wayland-0")
+    assert no_browser_reason() is None
+    monkeypatch.setenv("SSH_CONNECTION", "10.0.0.1 5000 10.0.0.2 22")
+    assert no_browser_reason() is None  # a forwarded display: the browser shows here
+    monkeypatch.delenv("WAYLAND_DISPLAY")
+    monkeypatch.setattr(sys, "platform", "darwin")  # macOS over SSH: webbrowser.get() works
+    assert no_browser_reason() == "an SSH session"
+    monkeypatch.delenv("SSH_CONNECTION")
+    assert no_browser_reason() is None
+
+    def no_browser(*a):
+        raise webbrowser.Error("could not locate runnable browser")
+
+    monkeypatch.setattr(webbrowser, "get", no_browser)
+    assert no_browser_reason() == "no browser found"
+
+
+def test_auto_without_a_browser_uses_the_device_grant(rsps, http, no_display):
+    w = World(rsps)
+    d = DeviceAS(w, ["authorization_pending", "ok"])
+    auth = OAuth(client_name="ssh-cli")  # redirect="auto", the default
+    assert post(http, auth).status_code == 200
+    assert len(d.device_requests) == 1 and len(d.polls) == 2
+    assert w.authorization_count() == 0  # no loopback redirect nobody could complete
+    (code,) = no_display
+    assert code.user_code == "WDJB-MJHT"
+
+
+def test_auto_without_a_device_endpoint_stays_with_paste(rsps, http, no_display, monkeypatch):
+    w = World(rsps)
+    d = DeviceAS(w, ["ok"])
+    w.as_.metadata["grant_types_supported"] = ["authorization_code", "refresh_token"]
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))  # nobody pastes
+    with pytest.raises(AuthError, match="no authorization response was pasted"):
+        post(http, OAuth())
+    assert d.device_requests == [] and no_display == []
+
+
+def test_auto_with_a_redirect_uri_keeps_the_redirect(rsps, http, no_display, monkeypatch):
+    w = World(rsps)
+    d = DeviceAS(w, ["ok"])
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))
+    with pytest.raises(AuthError, match="no authorization response was pasted"):
+        post(http, OAuth(redirect_uri="http://127.0.0.1:8976/callback"))
+    assert d.device_requests == []
+
+
+def test_auto_falls_back_to_paste_when_the_device_request_is_refused(
+    rsps, http, no_display, monkeypatch, caplog
+):
+    w = World(rsps)
+    d = DeviceAS(w, ["ok"])
+    rsps.replace(
+        responses.POST, f"{ISSUER}/device/auth", status=400, json={"error": "unauthorized_client"}
+    )
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))
+    caplog.set_level(logging.INFO, logger="mcpsync")
+    with pytest.raises(AuthError, match="no authorization response was pasted"):
+        post(http, OAuth())
+    assert "unauthorized_client" in caplog.text and "using a redirect" in caplog.text
+    assert d.polls == [] and no_display == []
+
+
+def test_explicit_device_mode_does_not_fall_back(rsps, http, no_display):
+    w = World(rsps)
+    DeviceAS(w, ["ok"])
+    rsps.replace(
+        responses.POST, f"{ISSUER}/device/auth", status=400, json={"error": "unauthorized_client"}
+    )
+    with pytest.raises(TokenError) as info:
+        post(http, OAuth(redirect="device"))
+    assert info.value.error == "unauthorized_client"

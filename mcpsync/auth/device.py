@@ -14,7 +14,17 @@ and :class:`DeviceCode`:
    ``slow_down`` adds 5 s to the interval, ``access_denied`` raises
    :class:`~mcpsync.errors.AccessDenied`, ``expired_token`` (or the code's ``expires_in``
    running out, or ``OAuth.authorization_timeout``) raises
-   :class:`~mcpsync.errors.ExpiredToken`.
+   :class:`~mcpsync.errors.ExpiredToken`. A hiccup while polling (the token endpoint
+   unreachable, timing out, answering 5xx or 429, ``temporarily_unavailable``) is retried
+   with exponential back-off (the interval doubled per failure in a row, at most
+   ``MAX_BACKOFF`` s), still bounded by the code's lifetime; any other answer (an HTML page,
+   ``invalid_grant`` ...) ends the flow with its typed error.
+
+``OAuth(redirect="auto")`` (the default) runs this flow instead of a redirect when no
+browser can be opened here (:func:`~.redirect.no_browser_reason`), no ``redirect_uri`` was
+given, and the authorization server advertises a ``device_authorization_endpoint`` (and,
+if it lists ``grant_types_supported``, the device grant); if the device code request
+itself is refused (or the registration for it), ``OAuth`` falls back to the paste redirect.
 
 The wait between polls is an Event waited on in short slices, so Ctrl-C interrupts it at
 once and :meth:`DeviceFlow.cancel` (from another thread) ends it. ``clock`` and ``wait`` are
@@ -31,7 +41,7 @@ import time
 import webbrowser
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import requests
 
@@ -41,15 +51,64 @@ from .discovery import AuthServerMetadata
 from .dpop import DPoPProver
 from .flow import TokenSet, _basic_header, _token_request, client_assertion
 from .grants import Grant, GrantHost
-from .redirect import _in_notebook
+from .redirect import _in_notebook, no_browser_reason
 from .registration import ClientInfo, choose_auth_method, register_client
 
-__all__ = ["DEVICE_CODE_GRANT", "DeviceCode", "DeviceFlow", "show_device_code", "device_flow_for"]
+__all__ = [
+    "DEVICE_CODE_GRANT",
+    "DeviceCode",
+    "DeviceFlow",
+    "DeviceUnavailable",
+    "show_device_code",
+    "device_flow_for",
+    "offers_device_grant",
+]
 
 DEVICE_CODE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
 _CLIENT_ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 SLOW_DOWN_STEP = 5.0  # RFC 8628 3.5: add 5 seconds to the interval on slow_down
 _SLICE = 0.25  # longest uninterrupted wait
+MAX_BACKOFF = 60.0  # longest wait after failed polls in a row
+#: OAuth errors of a token endpoint that is briefly unable to answer (RFC 6749 5.2 / 4.1.2.1)
+_TRANSIENT_ERRORS = ("temporarily_unavailable", "server_error")
+
+
+class DeviceUnavailable(AuthError):
+    """``redirect="auto"`` chose the device grant, but the authorization server refused the
+    device code request (or the client registration for it); ``OAuth`` uses a redirect."""
+
+
+class _Observed:
+    """The poll's view of the HTTP session: what the last token POST met (unreachable, or
+    its status), so a hiccup can be told from an answer. Everything else is the session's."""
+
+    def __init__(self, http: requests.Session) -> None:
+        self._http = http
+        self.status: int | None = None
+        self.unreachable: str | None = None
+
+    def post(self, *args: Any, **kwargs: Any) -> requests.Response:
+        self.status = self.unreachable = None
+        try:
+            r = self._http.post(*args, **kwargs)
+        except (requests.ConnectionError, requests.Timeout) as exc:
+            self.unreachable = type(exc).__name__
+            raise
+        self.status = r.status_code
+        return r
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._http, name)
+
+    def hiccup(self, exc: AuthError) -> str | None:
+        """What went wrong when ``exc`` is worth another poll (None: it is final)."""
+        if self.unreachable is not None:
+            return self.unreachable
+        if isinstance(exc, TokenError) and exc.error in _TRANSIENT_ERRORS:
+            return exc.error
+        if self.status is not None and (self.status >= 500 or self.status == 429):
+            return f"HTTP {self.status}"
+        return None
 
 
 @dataclass
@@ -119,15 +178,19 @@ class DeviceFlow(Grant):
         open_browser: bool = False,
         clock: Callable[[], float] = time.monotonic,
         wait: Callable[[float], bool] | None = None,
+        fallback: bool = False,
     ) -> None:
+        """``fallback``: a refused device code request raises :class:`DeviceUnavailable`
+        (``OAuth`` then uses a redirect) instead of its own error (``redirect="auto"``)."""
         self.display = display or show_device_code
         self.open_browser = open_browser
         self.clock = clock
+        self.fallback = fallback
         self._cancelled = threading.Event()
         self._wait = wait or self._wait_event
 
     def __repr__(self) -> str:
-        return f"DeviceFlow(open_browser={self.open_browser!r})"
+        return f"DeviceFlow(open_browser={self.open_browser!r}, fallback={self.fallback!r})"
 
     def cancel(self) -> None:
         """End a running (or the next) poll with AuthError."""
@@ -147,11 +210,17 @@ class DeviceFlow(Grant):
         self, host: GrantHost, asm: AuthServerMetadata, resource: str, scopes: list[str] | None
     ) -> TokenSet:
         self._cancelled.clear()
-        client = device_client(host, asm)
-        code = request_device_code(
-            host._http, asm, client, scopes=scopes, resource=resource,
-            timeout=host.timeout, allow_insecure=host.allow_insecure_http,
-        )  # fmt: skip
+        try:
+            client = device_client(host, asm)
+            code = request_device_code(
+                host._http, asm, client, scopes=scopes, resource=resource,
+                timeout=host.timeout, allow_insecure=host.allow_insecure_http,
+            )  # fmt: skip
+        except AuthError as exc:
+            if not self.fallback:
+                raise
+            failure = DeviceUnavailable(f"device grant at {asm.issuer} unavailable: {exc}")
+            raise failure from None
         log.info("device authorization at %s: waiting for the person", asm.issuer)
         self.display(code)
         if self.open_browser:
@@ -186,28 +255,43 @@ class DeviceFlow(Grant):
         lifetime = code.expires_in if limit is None else min(code.expires_in, limit)
         deadline = self.clock() + lifetime
         interval = code.interval
+        pause, failures, last_hiccup = interval, 0, ""
         while True:
-            if self._wait(interval):
+            if self._wait(pause):
                 raise AuthError("device authorization was cancelled")
             if self.clock() >= deadline:
+                why = f"; the token endpoint was failing ({last_hiccup})" if failures else ""
                 raise ExpiredToken(
                     f"device authorization at {asm.issuer}: nobody approved within "
-                    f"{lifetime:.0f} s",
+                    f"{lifetime:.0f} s{why}",
                     error="expired_token",
                     step="device_code",
                 )
+            observed = _Observed(http)
             try:
                 tok = _token_request(
-                    http, asm, client, DEVICE_CODE_GRANT,
+                    cast(requests.Session, observed), asm, client, DEVICE_CODE_GRANT,
                     {"device_code": code.device_code, "resource": resource},
                     timeout=timeout, allow_insecure=allow_insecure, secrets=[code.device_code],
                     dpop=dpop,
                 )  # fmt: skip
-            except TokenError as exc:
+            except AuthError as exc:
+                hiccup = observed.hiccup(exc)
+                if hiccup is not None:  # RFC 8628 3.5: back off, keep polling
+                    failures, last_hiccup = failures + 1, hiccup
+                    pause = min(interval * 2**failures, MAX_BACKOFF, deadline - self.clock())
+                    pause = max(pause, 0.0)
+                    log.info("device flow: token endpoint %s; polling again in %.0f s",
+                             hiccup, pause)  # fmt: skip
+                    continue
+                if not isinstance(exc, TokenError):
+                    raise  # an HTML page, a DPoP failure ...: typed, final
+                failures, pause = 0, interval
                 if exc.error == "authorization_pending":
                     continue
                 if exc.error == "slow_down":
                     interval += SLOW_DOWN_STEP
+                    pause = interval
                     log.debug("device flow: slow_down, polling every %.0f s", interval)
                     continue
                 raise  # access_denied, expired_token, invalid_grant ...: typed, final
@@ -216,12 +300,36 @@ class DeviceFlow(Grant):
             return tok
 
 
-def device_flow_for(spec: Any) -> DeviceFlow | None:
-    """The :class:`DeviceFlow` an ``OAuth(redirect=...)`` value names, or None."""
+def offers_device_grant(asm: AuthServerMetadata) -> bool:
+    """The authorization server advertises a device authorization endpoint (and the device
+    grant, when it lists its grant types)."""
+    endpoint = asm.raw.get("device_authorization_endpoint")
+    grants = asm.grant_types_supported
+    return (
+        isinstance(endpoint, str)
+        and bool(endpoint)
+        and (grants is None or DEVICE_CODE_GRANT in grants)
+    )
+
+
+def device_flow_for(
+    spec: Any, asm: AuthServerMetadata | None = None, redirect_uri: str | None = None
+) -> DeviceFlow | None:
+    """The :class:`DeviceFlow` an ``OAuth(redirect=...)`` value names, or None. ``"auto"``
+    names one (with ``fallback``) when no browser can be opened here, no ``redirect_uri``
+    was chosen, and ``asm`` offers the device grant."""
     if isinstance(spec, DeviceFlow):
         return spec
-    if isinstance(spec, str) and spec.lower() == "device":
+    if not isinstance(spec, str):
+        return None
+    mode = spec.lower()
+    if mode == "device":
         return DeviceFlow()
+    if mode == "auto" and asm is not None and redirect_uri is None and offers_device_grant(asm):
+        why = no_browser_reason()
+        if why is not None:
+            log.info("no browser here (%s): using the device grant of %s", why, asm.issuer)
+            return DeviceFlow(fallback=True)
     return None
 
 

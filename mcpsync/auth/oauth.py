@@ -31,7 +31,7 @@ from requests.auth import AuthBase
 
 from ..errors import AuthError, ConfigError, TokenError
 from ._util import canonical_server_url, log, short
-from .device import DeviceFlow, device_flow_for
+from .device import DeviceFlow, DeviceUnavailable, device_flow_for
 from .discovery import (
     AuthServerMetadata,
     discover_authorization_server,
@@ -47,7 +47,7 @@ from .flow import (
     select_scopes,
 )
 from .grants import Grant, GrantConstructors
-from .presenting import _Presenting
+from .presenting import Obtained, _Presenting
 from .redirect import RedirectHandler, resolve_redirect
 from .registration import (
     validate_client_metadata_url,
@@ -80,6 +80,9 @@ class OAuth(_Presenting, _Selection, GrantConstructors, AuthBase):
         redirect: "auto" (default), "terminal", "paste", "headless", a callable
             ``f(authorization_url) -> redirected_url``, or a :class:`RedirectHandler`; or
             "device" / a :class:`DeviceFlow`: the RFC 8628 device grant (show a code, poll).
+            "auto" opens the browser with a loopback redirect; where no browser can be
+            opened (no display, SSH, a notebook) it uses the device grant when the AS
+            offers it and no ``redirect_uri`` is given, else the paste redirect.
         redirect_uri: the redirect URI to use (default: loopback on an ephemeral port for
             "terminal", ``http://127.0.0.1:8976/callback`` otherwise). It must be registered
             with pre-registered clients and listed in a client metadata document.
@@ -384,8 +387,8 @@ class OAuth(_Presenting, _Selection, GrantConstructors, AuthBase):
     # -- the flow ---------------------------------------------------------------------
     def _obtain_token(
         self, challenge: Challenge | None, *, step_up: bool, allow_refresh: bool
-    ) -> str:
-        """Get a new token for the server; returns "refresh", "authorize" or "client_credentials"."""
+    ) -> Obtained:
+        """Get a new token for the server; returns how (a refresh, an authorization, ...)."""
         prm, resource, asm = self._discover(challenge)
         self._asm[asm.issuer] = asm
         self._dpop_select(prm, asm)
@@ -402,7 +405,7 @@ class OAuth(_Presenting, _Selection, GrantConstructors, AuthBase):
         if allow_refresh and not step_up and old is not None and old.refresh_token:
             try:
                 self._refresh(old)
-                return "refresh"
+                return Obtained.REFRESH
             except AuthError as exc:
                 log.info("token refresh failed (%s); authorizing again", exc)
         scopes_args = dict(
@@ -415,13 +418,18 @@ class OAuth(_Presenting, _Selection, GrantConstructors, AuthBase):
             self._client_credentials(
                 asm, resource, select_scopes(**scopes_args, asm=None, offline_access=False)
             )
-            return self._grant
+            return Obtained.GRANT
         scopes = select_scopes(**scopes_args, asm=asm, offline_access=self._offline_access)
-        device = device_flow_for(self._redirect_spec)
-        if device is not None:  # RFC 8628: no redirect at all (device.py)
-            self._requested_scopes = scopes
-            self._set_token(device.obtain(self, asm, resource, scopes))
-            return "device"
+        device = device_flow_for(self._redirect_spec, asm, self._redirect_uri)
+        if device is not None:  # RFC 8628: no redirect at all (device.py); "auto" too
+            try:  # when no browser can be opened here
+                tok = device.obtain(self, asm, resource, scopes)
+            except DeviceUnavailable as exc:  # "auto": the AS refused it; a redirect then
+                log.info("%s; using a redirect", exc)
+            else:
+                self._requested_scopes = scopes
+                self._set_token(tok)
+                return Obtained.DEVICE
         handler = self._redirect_handler()
         try:
             redirect_uri = handler.prepare()
@@ -457,7 +465,7 @@ class OAuth(_Presenting, _Selection, GrantConstructors, AuthBase):
         self._requested_scopes = scopes
         self._set_token(tok)
         log.info("authorized %s with %s", short(self._server_url or ""), asm.issuer)
-        return "authorize"
+        return Obtained.AUTHORIZE
 
     def _client_credentials(
         self, asm: AuthServerMetadata, resource: str, scopes: list[str] | None

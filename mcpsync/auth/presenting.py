@@ -29,6 +29,7 @@ Owns the per-request half of ``OAuth`` (a mixin over its state, declared below):
 from __future__ import annotations
 
 import base64
+import enum
 import json
 import threading
 import time
@@ -62,6 +63,16 @@ __all__: list[str] = []  # private to mcpsync.auth
 _CREDENTIAL_HEADERS = ("Authorization", "DPoP")
 
 
+class Obtained(enum.Enum):
+    """How ``_obtain_token`` got the new token (``_run_flow`` counts all but a refresh
+    as an authorization attempt)."""
+
+    REFRESH = "refresh"  # the refresh token: silent, not an attempt
+    AUTHORIZE = "authorize"  # the authorization code flow (a person, or a redirect callable)
+    DEVICE = "device"  # the RFC 8628 device grant
+    GRANT = "grant"  # a grant without a person: client_credentials, workload / enterprise
+
+
 class _Presenting(RequestAuth):
     """Token presentation and challenge answers; the attributes are :class:`OAuth`'s."""
 
@@ -86,7 +97,7 @@ class _Presenting(RequestAuth):
 
     def _obtain_token(
         self, challenge: Challenge | None, *, step_up: bool, allow_refresh: bool
-    ) -> str:
+    ) -> Obtained:
         raise NotImplementedError
 
     # -- the headers -------------------------------------------------------------------
@@ -295,7 +306,7 @@ class _Presenting(RequestAuth):
         how = self._obtain_token(
             challenge, step_up=step_up, allow_refresh=not state.get("refresh_tried")
         )
-        if how == "refresh":
+        if how is Obtained.REFRESH:
             state["refresh_tried"] = True  # a silent refresh is not an authorization attempt
         else:
             state["attempts"] = attempts + 1

@@ -15,8 +15,11 @@ Owns the redirect handlers. Each one says which ``redirect_uri`` to register and
   authorization server and return the ``Location`` that points elsewhere.
 
 ``resolve_redirect("auto")`` picks loopback when a browser is available, paste in a
-notebook (ipykernel loaded) or without a display. ``"device"`` is not a redirect at all:
-``OAuth`` runs the RFC 8628 device grant instead (:mod:`.device`).
+notebook (a running kernel) or when no browser can be opened here (:func:`no_browser_reason`:
+no ``DISPLAY``/``WAYLAND_DISPLAY`` on Linux, an SSH session without X forwarding,
+``webbrowser.get()`` failing). ``"device"`` is not a redirect at all: ``OAuth`` runs the
+RFC 8628 device grant instead (:mod:`.device`), and ``"auto"`` does too, rather than paste,
+when the authorization server offers it (:func:`~.device.device_flow_for`).
 
 >>> OAuth(redirect=lambda url: my_browser_robot(url))          # doctest: +SKIP
 >>> OAuth(redirect="paste", redirect_uri="http://127.0.0.1:8976/callback")  # doctest: +SKIP
@@ -48,6 +51,7 @@ __all__ = [
     "HeadlessRedirect",
     "headless_redirect",
     "resolve_redirect",
+    "no_browser_reason",
 ]
 
 #: redirect URI used by the paste / callable / headless handlers unless told otherwise
@@ -359,16 +363,22 @@ def _in_notebook() -> bool:
     return shell is not None and getattr(shell, "kernel", None) is not None
 
 
-def _browser_available() -> bool:
-    if sys.platform.startswith("linux") and not (
-        os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
-    ):
-        return False
+def no_browser_reason() -> str | None:
+    """Why no browser can be opened for the person here, or None when one can: a notebook
+    kernel (the browser is not on this machine, as far as we know), no display on Linux, an
+    SSH session without a forwarded display, or no browser ``webbrowser`` knows of."""
+    if _in_notebook():
+        return "a notebook kernel"
+    display = os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
+    if sys.platform.startswith("linux") and not display:
+        return "no DISPLAY or WAYLAND_DISPLAY"
+    if (os.environ.get("SSH_CONNECTION") or os.environ.get("SSH_TTY")) and not display:
+        return "an SSH session"  # a browser would open on the remote machine's screen
     try:
         webbrowser.get()
     except webbrowser.Error:
-        return False
-    return True
+        return "no browser found"
+    return None
 
 
 def resolve_redirect(spec: Any, redirect_uri: str | None = None) -> RedirectHandler:
@@ -384,11 +394,9 @@ def resolve_redirect(spec: Any, redirect_uri: str | None = None) -> RedirectHand
         )
     mode = spec.lower()
     if mode == "auto":
-        if _in_notebook() or not _browser_available():
-            mode = "paste"
-        else:
-            mode = "terminal"
-        log.debug("redirect mode auto -> %s", mode)
+        why = no_browser_reason()
+        mode = "paste" if why else "terminal"
+        log.debug("redirect mode auto -> %s%s", mode, f" ({why})" if why else "")
     if mode in ("terminal", "loopback", "browser"):
         if redirect_uri:
             p = urlsplit(redirect_uri)
