@@ -90,6 +90,9 @@ HOST = textwrap.dedent(
 def _env(method: str) -> dict[str, str]:
     env = dict(os.environ)
     env["MCPSYNC_PDEATHSIG"] = method
+    # the parent-death signal alone (the reaper, which ends whole groups, has its own
+    # tests: tests/test_orphans_tree.py)
+    env["MCPSYNC_REAPER"] = "off"
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     return env
 

@@ -166,7 +166,10 @@ def test_spawn_on_windows_flags_and_job(
         return FakeProcess(args)
 
     monkeypatch.setattr(spawn, "_popen", popen)
+    watched: list[int] = []
+    monkeypatch.setattr(spawn.reaper, "watch", watched.append)
     proc = spawn.spawn(["npx", "server"], env={"PATH": str(tmp_path)}, cwd=None)
+    assert watched == []  # no reaper on Windows: the kill-on-close job ends the tree
     [(args, kwargs)] = seen
     assert args == [str(npx), "server"]
     assert kwargs["creationflags"] == windows.CREATE_NO_WINDOW | windows.CREATE_NEW_PROCESS_GROUP
@@ -282,7 +285,10 @@ def test_posix_spawn_keeps_its_own_session_and_no_windows_flags(
     seen: list[tuple[list[str], dict[str, Any]]] = []
     monkeypatch.setattr(spawn, "_popen", lambda a, k: seen.append((a, k)) or FakeProcess(a))
     monkeypatch.setattr(spawn, "_resolved_method", "off")
+    watched: list[int] = []  # (a fake pid: the real reaper must never hear of it)
+    monkeypatch.setattr(spawn.reaper, "watch", watched.append)
     spawn.spawn([sys.executable, "-V"], env=dict(os.environ), cwd=None)
     [(args, kwargs)] = seen
     assert args == [sys.executable, "-V"]
     assert kwargs["start_new_session"] is True and "creationflags" not in kwargs
+    assert watched == [4242]  # its own group, given to the reaper

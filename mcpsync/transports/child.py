@@ -211,6 +211,8 @@ class ChildProcess:
         interrupted by closing); a no-op when it never started or already exited."""
         proc = self.process
         if proc is None or proc.poll() is not None:
+            if proc is not None and not windows.active():
+                self._end_group(proc, 0.5)  # children it left in its group go too
             _reaped(proc)
             return
         log.warning("killing server process %s left over from an interrupted start", proc.pid)

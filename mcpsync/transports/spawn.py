@@ -32,6 +32,11 @@ How the signal is set (``METHOD``; env ``MCPSYNC_PDEATHSIG``: auto, setpriv, pre
 - ``off``: no parent-death signal (and on macOS and other POSIX systems, always off):
   the process group and stdin EOF are what end the server.
 
+POSIX: the server's process group is also given to the reaper (``reaper.py``), a tiny
+process that ends the whole group (TERM, then KILL) when this process dies: the
+parent-death signal reaches the server only, not the children it started. The group is
+forgotten once the server was reaped and its group ended (``ServerProcess.reaped``).
+
 Windows: ``windows.resolve`` finds ``npx.cmd`` for ``npx``; the server starts with
 ``CREATE_NO_WINDOW | CREATE_NEW_PROCESS_GROUP`` and is put into a kill-on-close
 ``windows.JobObject``: when the host dies its handle closes and the tree ends.
@@ -52,7 +57,7 @@ from typing import Any
 
 from .._lifecycle import after_fork, this_process
 from ..errors import TransportError
-from . import windows
+from . import reaper, windows
 
 __all__ = ["spawn", "ServerProcess", "METHOD", "method", "SPAWN_TIMEOUT"]
 
@@ -70,16 +75,22 @@ class ServerProcess(subprocess.Popen[bytes]):
     job: windows.JobObject | None = None
     #: the spawner thread that started it (its parent-death "parent"), until reaped
     _spawner: _Spawner | None = None
+    #: told the reaper that its group ended
+    _forgotten: bool = False
 
     def reaped(self) -> None:
-        """The process has exited and was waited for: its spawner need not outlive it, and
-        its job is closed. Called by the shutdown ladder (from any thread, maybe twice); a
-        no-op until ``returncode`` is known."""
+        """The process has exited and was waited for, and its group ended (POSIX): its
+        spawner need not outlive it, the reaper forgets its group, its job is closed.
+        Called by the shutdown ladder (from any thread, maybe twice); a no-op until
+        ``returncode`` is known."""
         with _REAP_LOCK:  # once only: a second child_gone() would end the spawner early
             if self.returncode is None:
                 return  # still running: the spawner (its parent-death "parent") must stay
             spawner, self._spawner = self._spawner, None
             job, self.job = self.job, None
+            first, self._forgotten = not self._forgotten, True
+        if first:
+            reaper.forget(self.pid)  # its group ended: the reaper must not signal it again
         if spawner is not None:
             spawner.child_gone()
         if job is not None:
@@ -285,19 +296,23 @@ def spawn(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None) -> Se
         return _spawn_windows(list(argv), common)
     common["start_new_session"] = True  # its own process group, for the shutdown ladder
     how = method()
+    this_process()  # a fork without at-fork hooks is noticed here: fresh spawner, reaper
     if how == "off":
-        return _popen(list(argv), common)
-    if how == "setpriv" and _found(argv[0], env, cwd):
-        setpriv = _setpriv()
-        assert setpriv is not None
-        args = [setpriv, "--pdeathsig", "KILL", "--", *argv]
+        proc = _popen(list(argv), common)
     else:
-        args = list(argv)
-        common["preexec_fn"] = _preexec(os.getpid())
-    this_process()  # a fork without at-fork hooks is noticed here: a fresh spawner then
-    if threading.current_thread() is threading.main_thread():
-        return _popen(args, common)  # the main thread lives as long as the process
-    return _SPAWNER.run(lambda: _popen(args, common))
+        if how == "setpriv" and _found(argv[0], env, cwd):
+            setpriv = _setpriv()
+            assert setpriv is not None
+            args = [setpriv, "--pdeathsig", "KILL", "--", *argv]
+        else:
+            args = list(argv)
+            common["preexec_fn"] = _preexec(os.getpid())
+        if threading.current_thread() is threading.main_thread():
+            proc = _popen(args, common)  # the main thread lives as long as the process
+        else:
+            proc = _SPAWNER.run(lambda: _popen(args, common))
+    reaper.watch(proc.pid)  # its group (pgid == pid: a session of its own) ends with us
+    return proc
 
 
 def _popen(args: list[str], kwargs: dict[str, Any]) -> ServerProcess:

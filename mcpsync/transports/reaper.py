@@ -1,0 +1,236 @@
+"""The reaper: a tiny process that ends this process's stdio servers' trees when it dies.
+
+Owns: ``REAPER`` (this process's ``Reaper``), ``watch(pgid)`` / ``forget(pgid)`` (what
+``spawn.py`` calls for every POSIX server: at start, and once it was reaped and its group
+ended), ``enabled()`` (env ``MCPSYNC_REAPER``: on, off) and ``GRACE``.
+
+Why: the parent-death signal (``spawn.py``) reaches the server process only. A server that
+starts its own children (``npx`` -> node, ``sh -c '...'``, ``uv run``) would leave them
+behind when the host is SIGKILLed. Every server already runs in a process group of its own;
+the reaper, started lazily at the first stdio spawn (one per host process, not per server),
+is told each group's id over a pipe whose only writer is the host. When the host dies by
+any means, the kernel closes that pipe; the reaper reads EOF and sends SIGTERM to every
+group it still knows, then SIGKILL to those still there after ``GRACE`` seconds, and exits.
+On a normal exit the sessions are closed first (every group forgotten), so it only exits.
+
+The reaper is ``/bin/sh`` running a short script (no Python interpreter: ``sys.executable``
+is not always one, e.g. under uwsgi or in a frozen app), in a session of its own (the
+terminal's Ctrl-C and a SIGHUP do not reach it), started through a shell that exits at once
+(so it is nobody's child here: nothing to wait for, no process for leak checks to see).
+Cost: one spawn of ``sh`` (~1-2 ms) the first time; per server one ``write`` of a few bytes
+at start and one at reaping; nothing per call.
+
+Pids are recycled: a group is forgotten when its server was reaped and its group ended
+(``ServerProcess.reaped``), so the reaper never signals a group id the kernel may have
+given to someone else, save in the instant between that and the write. A group id stays
+reserved while any member lives (or the leader is an unreaped zombie). Not covered: a
+server's child that leaves the group (``setsid``, or a shell with job control); Windows
+(the job object ends the tree there, see ``windows.py``).
+
+After ``os.fork()``: the child closes its copy of the pipe at the fork (or the parent's
+death would not be seen while the child lives; a fork without Python's at-fork hooks keeps
+it) and starts a reaper of its own at its first spawn; the parent's groups are not the
+child's.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import select
+import subprocess
+import threading
+
+from .._lifecycle import after_fork
+
+__all__ = ["Reaper", "REAPER", "watch", "forget", "enabled", "GRACE", "SHELL"]
+
+log = logging.getLogger("mcpsync.stdio")
+
+#: seconds between the reaper's SIGTERM and its SIGKILL to the groups still there
+GRACE = 0.5
+#: the shell that runs the reaper
+SHELL = "/bin/sh"
+#: bound of writing one message to the reaper (its pipe is practically never full)
+_WRITE_TIMEOUT = 1.0
+
+
+def enabled() -> bool:
+    """Is the reaper used (env ``MCPSYNC_REAPER``, default on; POSIX only)?"""
+    if os.name != "posix":
+        return False
+    return os.environ.get("MCPSYNC_REAPER", "on").strip().lower() not in ("off", "0", "no")
+
+
+# Reads "+pgid" / "-pgid" lines until EOF, then TERM, grace, KILL to what is left.
+# (`exec 3<&0` first: an asynchronous list's stdin is /dev/null without job control.)
+_SCRIPT = r"""
+exec 3<&0
+(
+  exec 0<&3 3<&- >/dev/null 2>&1
+  trap '' INT HUP
+  g=" "
+  while IFS= read -r l; do
+    case $l in
+      +*) g="$g${l#+} " ;;
+      -*) p=${l#-}
+          case $g in *" $p "*) g="${g%%" $p "*} ${g#*" $p "}" ;; esac ;;
+    esac
+  done
+  set -- $g
+  [ $# -eq 0 ] && exit 0
+  for p; do kill -s TERM -- "-$p"; done
+  n=0
+  while [ $n -lt __STEPS__ ]; do
+    a=""
+    for p; do kill -s 0 -- "-$p" && a="$a $p"; done
+    [ -z "$a" ] && exit 0
+    set -- $a
+    n=$((n+1))
+    sleep 0.05
+  done
+  for p; do kill -s KILL -- "-$p"; done
+) &
+echo $!
+"""
+
+
+class Reaper:
+    """This process's reaper (see the module docstring): started at the first ``watch``."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._fd = -1  # the pipe's write end: the reaper's stdin
+        self._pid: int | None = None
+        self._groups: set[int] = set()
+        self._inherited: list[int] = []  # a forked child's copies of the parent's pipe
+
+    @property
+    def pid(self) -> int | None:
+        """The reaper's process id (None: not started, or it could not be)."""
+        return self._pid
+
+    def watched(self) -> frozenset[int]:
+        """The group ids the reaper would end if this process died now."""
+        with self._lock:
+            return frozenset(self._groups)
+
+    def watch(self, pgid: int) -> None:
+        """End group ``pgid`` when this process dies (its server was just started)."""
+        with self._lock:
+            self._groups.add(pgid)
+            if self._fd < 0:
+                self._start()  # tells it every group, this one included
+            else:
+                self._send(f"+{pgid}\n")
+
+    def forget(self, pgid: int) -> None:
+        """Group ``pgid`` ended (its server was reaped): never signal it again."""
+        with self._lock:
+            if pgid not in self._groups:
+                return
+            self._groups.discard(pgid)
+            if self._fd >= 0:
+                self._send(f"-{pgid}\n")
+
+    def close(self) -> None:
+        """Close the pipe, as this process's death would: the reaper ends what it knows.
+        (Tests; embedders that want the trees ended now.)"""
+        with self._lock:
+            fd, self._fd, self._pid = self._fd, -1, None
+            self._groups.clear()
+        if fd >= 0:
+            os.close(fd)
+
+    def _start(self) -> None:
+        """Start the reaper and tell it every group (under the lock)."""
+        read, write = os.pipe()  # both non-inheritable: no server gets the write end
+        try:
+            script = _SCRIPT.replace("__STEPS__", str(max(1, round(GRACE / 0.05))))
+            starter = subprocess.Popen(
+                [SHELL, "-c", script],
+                stdin=read,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                cwd="/",
+                env={"PATH": "/usr/bin:/bin", "LC_ALL": "C"},
+                start_new_session=True,
+            )
+        except OSError as exc:
+            os.close(read)
+            os.close(write)
+            log.warning("mcpsync: no reaper (%s): a killed host may leave server children", exc)
+            return
+        os.close(read)
+        try:
+            line, _ = starter.communicate(timeout=10.0)  # the starter exits at once
+            pid = int(line.strip())
+        except (subprocess.TimeoutExpired, ValueError):
+            starter.kill()
+            starter.wait()
+            os.close(write)
+            log.warning("mcpsync: the reaper did not start: a killed host may leave children")
+            return
+        os.set_blocking(write, False)
+        self._fd, self._pid = write, pid
+        if self._groups:
+            self._send("".join(f"+{g}\n" for g in sorted(self._groups)), again=False)
+
+    def _send(self, text: str, again: bool = True) -> None:
+        """One message to the reaper (under the lock); a reaper that died (killed by
+        someone) is started again, once, and told every group."""
+        data = text.encode()
+        try:
+            while data:
+                try:
+                    data = data[os.write(self._fd, data) :]
+                except BlockingIOError:
+                    _, ready, _ = select.select([], [self._fd], [], _WRITE_TIMEOUT)
+                    if not ready:
+                        raise TimeoutError("the reaper's pipe stayed full") from None
+        except OSError as exc:  # BrokenPipeError: it died
+            log.warning("mcpsync: the reaper is gone (%s); starting another", exc)
+            os.close(self._fd)
+            self._fd, self._pid = -1, None
+            if again:
+                self._start()
+
+    def _after_fork_in_child(self) -> None:
+        """In a forked child (no lock: its holder may be a thread the fork left behind):
+        the parent's groups are not this process's; a reaper of its own comes at its first
+        spawn. The inherited pipe is closed by ``_close_inherited``."""
+        self._lock = threading.Lock()
+        if self._fd >= 0:
+            self._inherited.append(self._fd)
+        self._fd, self._pid = -1, None
+        self._groups = set()
+
+    def _close_inherited(self) -> None:
+        """Python's at-fork hook in the child: close the copy of the parent's pipe, or the
+        parent's death would not reach its reaper while this child lives. (A fork that
+        runs no at-fork hook, noticed later, keeps the copy, like its other descriptors.)"""
+        self._after_fork_in_child()
+        fds, self._inherited = self._inherited, []
+        for fd in fds:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+REAPER = Reaper()
+
+after_fork(REAPER._after_fork_in_child)  # also after a fork that ran no at-fork hook
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=REAPER._close_inherited)
+
+
+def watch(pgid: int) -> None:
+    """``REAPER.watch(pgid)`` when the reaper is enabled."""
+    if enabled():
+        REAPER.watch(pgid)
+
+
+def forget(pgid: int) -> None:
+    """``REAPER.forget(pgid)`` (a no-op for a group it was never told of)."""
+    REAPER.forget(pgid)
