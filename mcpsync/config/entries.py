@@ -1,6 +1,7 @@
 """The typed results of reading a config: :class:`ServerEntry` (one server, with its
-``Session.connect`` keyword arguments), :class:`AuthSettings`, :class:`InputSpec`,
-:class:`Config` (entries plus per-entry errors) and :class:`ConfigEntryError`.
+``Session.connect`` keyword arguments), :class:`AuthSettings` (and the ``OAuth`` object
+it describes: :meth:`AuthSettings.oauth`), :class:`InputSpec`, :class:`Config` (entries
+plus per-entry errors) and :class:`ConfigEntryError`.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from ..errors import ConfigError
 
 __all__ = [
     "TRANSPORTS",
+    "GRANTS",
     "InputResolver",
     "ConfigEntryError",
     "AuthSettings",
@@ -38,6 +40,24 @@ _TYPE_ALIASES = {
 
 InputResolver = Mapping[str, str] | Callable[["InputSpec"], "str | None"]
 
+#: the grants an ``auth`` object may name (``"grant"``); the first is the default
+GRANTS = ("authorization_code", "client_credentials", "workload_identity", "enterprise_managed")
+
+#: ``OAuth`` options that only a person's authorization uses (dropped for the other grants)
+_INTERACTIVE_OPTIONS = frozenset(
+    {
+        "redirect",
+        "redirect_uri",
+        "client_name",
+        "client_metadata_url",
+        "offline_access",
+        "application_type",
+        "client_metadata",
+        "authorization_timeout",
+        "max_auth_attempts",
+    }
+)
+
 
 class ConfigEntryError(ConfigError):
     """One entry (or one field of it) is wrong; the other entries are unaffected."""
@@ -59,17 +79,100 @@ class ConfigEntryError(ConfigError):
 
 @dataclass(frozen=True)
 class AuthSettings:
-    """OAuth client settings from an entry (Cursor ``auth``, VS Code ``oauth``, mcpsync ``auth``)."""
+    """OAuth client settings from an entry (Cursor ``auth``, VS Code / Gemini CLI / Claude
+    Code ``oauth``, mcpsync ``auth``): the client, the grant and its inputs, DPoP.
+
+    ``grant`` is one of :data:`GRANTS` (None: the authorization code flow, or the grant its
+    keys imply); ``redirect`` an ``OAuth(redirect=)`` mode ("device": RFC 8628). The
+    workload identity assertion and the enterprise ID token come from a file (re-read on
+    each use) or an environment variable (read when needed, from the process environment).
+    ``extra``: keys other hosts write that mcpsync does not use (Gemini CLI's
+    ``authorizationUrl``, ``tokenUrl`` ...). ``repr`` never shows a secret.
+    """
 
     client_id: str | None = None
     client_secret: str | None = field(default=None, repr=False)
     scopes: tuple[str, ...] = ()
     redirect_uri: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    grant: str | None = None
+    redirect: str | None = None
+    issuer: str | None = None
+    client_metadata_url: str | None = None
+    assertion_file: str | None = None
+    assertion_env: str | None = None
+    id_token_file: str | None = None
+    id_token_env: str | None = None
+    idp_token_endpoint: str | None = None
+    idp_issuer: str | None = None
+    idp_client_id: str | None = None
+    idp_client_secret: str | None = field(default=None, repr=False)
+    dpop: bool | str | None = None  # True, False or "auto" (None: OAuth's default, "auto")
+    dpop_algorithm: str | None = None
 
     def __repr__(self) -> str:
-        secret = ", client_secret=***" if self.client_secret else ""
-        return f"AuthSettings(client_id={self.client_id!r}{secret}, scopes={self.scopes!r})"
+        parts = [f"client_id={self.client_id!r}"]
+        if self.client_secret:
+            parts.append("client_secret=***")
+        parts.append(f"scopes={self.scopes!r}")
+        for name in (
+            "grant", "redirect", "issuer", "assertion_file", "assertion_env", "id_token_file",
+            "id_token_env", "idp_token_endpoint", "idp_issuer", "idp_client_id", "dpop",
+            "dpop_algorithm",
+        ):  # fmt: skip
+            value = getattr(self, name)
+            if value is not None:
+                parts.append(f"{name}={value!r}")
+        if self.idp_client_secret:
+            parts.append("idp_client_secret=***")
+        return "AuthSettings(" + ", ".join(parts) + ")"
+
+    def oauth(self, **options: Any) -> Any:
+        """The :class:`mcpsync.auth.OAuth` these settings describe (its grant's constructor).
+
+        ``options`` go to it too (``store=``, ``redirect=``, ``client_name=``, ``timeout=``
+        ...) and win over the settings; the options only a person's authorization uses
+        (``redirect``, ``client_name`` ...) are dropped for the grants without one.
+        """
+        from ..auth import OAuth  # late: only entries that talk HTTP need the auth package
+
+        common: dict[str, Any] = {}
+        if self.scopes:
+            common["scopes"] = list(self.scopes)
+        for name in ("issuer", "dpop", "dpop_algorithm"):
+            if getattr(self, name) is not None:
+                common[name] = getattr(self, name)
+        grant = self.grant or GRANTS[0]
+        if grant == "authorization_code":
+            kw = dict(common)
+            for name in ("client_id", "client_secret", "redirect_uri", "redirect"):
+                if getattr(self, name):
+                    kw[name] = getattr(self, name)
+            if self.client_metadata_url:
+                kw["client_metadata_url"] = self.client_metadata_url
+            return OAuth(**{**kw, **options})
+        machine = {k: v for k, v in options.items() if k not in _INTERACTIVE_OPTIONS}
+        if grant == "client_credentials":
+            assert self.client_id is not None
+            return OAuth.client_credentials(
+                self.client_id, self.client_secret, **{**common, **machine}
+            )
+        if grant == "workload_identity":
+            wif = dict(common, assertion_file=self.assertion_file, assertion_env=self.assertion_env)
+            if self.client_id:
+                wif["client_id"] = self.client_id
+            return OAuth.workload_identity(**{**wif, **machine})
+        assert grant == "enterprise_managed" and self.client_id is not None
+        ent = dict(
+            common,
+            id_token_file=self.id_token_file,
+            id_token_env=self.id_token_env,
+            idp_token_endpoint=self.idp_token_endpoint,
+            idp_issuer=self.idp_issuer,
+            idp_client_id=self.idp_client_id,
+            idp_client_secret=self.idp_client_secret,
+        )
+        return OAuth.enterprise_managed(self.client_id, self.client_secret, **{**ent, **machine})
 
 
 @dataclass(frozen=True)

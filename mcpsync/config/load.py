@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
-from .entries import Config, ConfigEntryError
+from .entries import AuthSettings, Config, ConfigEntryError
 from .expand import _Expander
 from .jsonc import parse_jsonc
 from .parse import _parse_entry, _parse_inputs, _type_name
@@ -118,26 +118,14 @@ def oauth_for_entry(entry: ServerEntry, **options: Any) -> Any:
 
     Use as ``auth_factory=`` (``Host(..., auth_factory=oauth_for_entry)``). Entries without
     settings get an OAuth object that registers itself (dynamic registration / client
-    metadata) when the server answers 401; stdio entries get None. ``options`` go to
-    ``OAuth`` (``store=``, ``redirect=``, ``client_name=`` ...).
+    metadata) when the server answers 401; stdio entries get None. The entry's ``grant``
+    picks the constructor (``OAuth``, ``OAuth.client_credentials``, ``.workload_identity``,
+    ``.enterprise_managed``: :meth:`AuthSettings.oauth`). ``options`` go to it (``store=``,
+    ``redirect=``, ``client_name=`` ...; the interactive ones only to the code flow).
     """
     if entry.is_stdio:
         return None
-    from ..auth import OAuth  # late: only entries that talk HTTP need the auth package
-
-    settings = entry.auth
-    kwargs: dict[str, Any] = {}
-    if settings is not None:
-        if settings.client_id:
-            kwargs["client_id"] = settings.client_id
-        if settings.client_secret:
-            kwargs["client_secret"] = settings.client_secret
-        if settings.scopes:
-            kwargs["scopes"] = list(settings.scopes)
-        if settings.redirect_uri:
-            kwargs["redirect_uri"] = settings.redirect_uri
-    kwargs.update(options)
-    return OAuth(**kwargs)
+    return (entry.auth or AuthSettings()).oauth(**options)  # the entry's grant (entries.py)
 
 
 def default_config_paths(workspace: str | os.PathLike[str] | None = None) -> list[Path]:

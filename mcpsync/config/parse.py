@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ConfigError
 from .entries import (
     _TYPE_ALIASES,
+    GRANTS,
     TRANSPORTS,
     AuthSettings,
     ConfigEntryError,
@@ -294,41 +295,188 @@ def _parse_tls(
     return verify, cert
 
 
+#: the keys of an entry's ``auth`` / ``oauth`` object: name -> the spellings accepted
+_AUTH_KEYS: dict[str, tuple[str, ...]] = {
+    "client_id": ("client_id", "clientId", "CLIENT_ID"),
+    "client_secret": ("client_secret", "clientSecret", "CLIENT_SECRET"),
+    "redirect_uri": ("redirect_uri", "redirectUri", "REDIRECT_URI"),
+    "scopes": ("scopes", "scope", "SCOPES"),
+    "grant": ("grant", "grant_type", "grantType"),
+    "redirect": ("redirect",),
+    "issuer": ("issuer",),
+    "client_metadata_url": ("client_metadata_url", "clientMetadataUrl"),
+    "assertion_file": ("assertion_file", "assertionFile"),
+    "assertion_env": ("assertion_env", "assertionEnv"),
+    "id_token_file": ("id_token_file", "idTokenFile"),
+    "id_token_env": ("id_token_env", "idTokenEnv"),
+    "idp_token_endpoint": ("idp_token_endpoint", "idpTokenEndpoint"),
+    "idp_issuer": ("idp_issuer", "idpIssuer"),
+    "idp_client_id": ("idp_client_id", "idpClientId"),
+    "idp_client_secret": ("idp_client_secret", "idpClientSecret"),
+    "dpop": ("dpop",),
+    "dpop_algorithm": ("dpop_algorithm", "dpopAlgorithm"),
+    "callback_port": ("callback_port", "callbackPort"),  # Claude Code: the loopback port
+    "enabled": ("enabled",),  # Gemini CLI: false turns OAuth off for the entry
+}
+#: keys other hosts write that mcpsync does not use (Gemini CLI): kept in ``extra``
+_FOREIGN_AUTH_KEYS = (
+    "authorizationUrl",
+    "tokenUrl",
+    "audiences",
+    "tokenParamName",
+    "registrationUrl",
+)
+#: the keys that belong to one grant only
+_GRANT_KEYS = {
+    "authorization_code": ("redirect", "redirect_uri", "callback_port", "client_metadata_url"),
+    "workload_identity": ("assertion_file", "assertion_env"),
+    "enterprise_managed": (
+        "id_token_file", "id_token_env", "idp_token_endpoint", "idp_issuer", "idp_client_id",
+        "idp_client_secret",
+    ),
+}  # fmt: skip
+_FILE_KEYS = ("assertion_file", "id_token_file")
+_REDIRECTS = ("auto", "device", "terminal", "loopback", "browser", "paste", "notebook", "headless")
+_DPOP_ALGS = ("ES256", "ES384", "ES512", "EdDSA")  # what mcpsync.auth.dpop signs
+
+
 def _parse_auth(spec: Mapping[str, Any], ex: _Expander, name: str) -> AuthSettings | None:
     key = "auth" if spec.get("auth") is not None else "oauth"
     value = spec.get(key)
     if value is None:
         return None
+
+    def fail(field_name: str | None, problem: str) -> ConfigEntryError:
+        where = f"{key}.{field_name}" if field_name else key
+        return ConfigEntryError(ex.source, name, where, problem)
+
     if not isinstance(value, Mapping):
-        raise ConfigEntryError(
-            ex.source,
-            name,
-            key,
-            f"expected an object (client_id, client_secret, scopes), got {_type_name(value)}",
+        raise fail(
+            None,
+            f"expected an object (client_id, client_secret, scopes ...), got {_type_name(value)}",
         )
-    aliases = {
-        "client_id": ("client_id", "clientId", "CLIENT_ID"),
-        "client_secret": ("client_secret", "clientSecret", "CLIENT_SECRET"),
-        "redirect_uri": ("redirect_uri", "redirectUri", "REDIRECT_URI"),
-        "scopes": ("scopes", "scope", "SCOPES"),
-    }
-    found: dict[str, Any] = {}
-    used: set[str] = set()
-    for norm, keys in aliases.items():
-        for k in keys:
-            if k in value and value[k] is not None:
-                found[norm] = (k, value[k])
-                used.add(k)
-                break
-    out: dict[str, Any] = {}
-    for norm in ("client_id", "client_secret", "redirect_uri"):
+    spelling = {k: norm for norm, keys in _AUTH_KEYS.items() for k in keys}
+    found: dict[str, tuple[str, Any]] = {}  # name -> (the key as written, its value)
+    extra: dict[str, Any] = {}
+    for k, v in value.items():
+        if k in _FOREIGN_AUTH_KEYS:
+            extra[k] = v
+            continue
+        norm = spelling.get(k)
+        if norm is None:
+            known = ", ".join(_AUTH_KEYS)
+            raise fail(str(k), f"unknown key (expected one of: {known})")
+        if v is None:
+            continue
         if norm in found:
-            k, v = found[norm]
-            if not isinstance(v, str):
-                raise ConfigEntryError(
-                    ex.source, name, f"{key}.{k}", f"expected a string, got {_type_name(v)}"
+            raise fail(k, f"given twice (also as {found[norm][0]!r}); give one")
+        found[norm] = (k, v)
+
+    def text(norm: str) -> str | None:
+        if norm not in found:
+            return None
+        k, v = found[norm]
+        if not isinstance(v, str):
+            raise fail(k, f"expected a string, got {_type_name(v)}")
+        v = ex.expand(v, name, f"{key}.{k}").strip()
+        if not v:
+            return None  # an empty placeholder: not given
+        return _expand_user(v) if norm in _FILE_KEYS else v
+
+    def one_of(norm: str, allowed: tuple[str, ...]) -> str | None:
+        v = text(norm)
+        if v is not None and v.replace("-", "_") not in allowed:
+            shown = ", ".join(f'"{a}"' for a in allowed)
+            raise fail(found[norm][0], f"expected one of {shown}, got {v!r}")
+        return v.replace("-", "_") if v is not None else None
+
+    enabled = found.get("enabled")
+    if enabled is not None and not isinstance(enabled[1], bool):
+        raise fail(enabled[0], f"expected true or false, got {_type_name(enabled[1])}")
+    if enabled is not None and enabled[1] is False:
+        return None
+
+    # -- the grant: named, or implied by its keys
+    grant = one_of("grant", GRANTS)
+    implied = [
+        g for g in ("workload_identity", "enterprise_managed") if set(_GRANT_KEYS[g]) & set(found)
+    ]
+    if grant is None and len(implied) == 1:
+        grant = implied[0]
+    effective = grant or GRANTS[0]
+    for g, keys in _GRANT_KEYS.items():
+        for norm in keys:
+            if norm in found and g != effective:
+                raise fail(
+                    found[norm][0],
+                    f'applies to "grant": "{g}" only; this entry\'s grant is "{effective}"',
                 )
-            out[norm] = ex.expand(v, name, f"{key}.{k}")
+
+    out: dict[str, Any] = {n: text(n) for n in (
+        "client_id", "client_secret", "redirect_uri", "issuer", "client_metadata_url",
+        "assertion_file", "assertion_env", "id_token_file", "id_token_env",
+        "idp_token_endpoint", "idp_issuer", "idp_client_id", "idp_client_secret",
+    )}  # fmt: skip
+    out["grant"] = grant
+    out["redirect"] = one_of("redirect", _REDIRECTS)
+    out["dpop_algorithm"] = one_of("dpop_algorithm", _DPOP_ALGS)
+    if "dpop" in found:
+        k, v = found["dpop"]
+        if v not in (True, False, "auto"):
+            raise fail(
+                k,
+                f'expected true, false or "auto", got {v!r}'
+                if isinstance(v, str)
+                else f'expected true, false or "auto", got {_type_name(v)}',
+            )
+        out["dpop"] = v
+    if "callback_port" in found:
+        k, port = found["callback_port"]
+        if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
+            raise fail(k, f"expected a port number (1-65535), got {_type_name(port)}")
+        if out["redirect_uri"] is None:
+            out["redirect_uri"] = f"http://localhost:{port}/callback"
+
+    # -- what each grant needs
+    def need(norm: str, why: str) -> None:
+        if out.get(norm) is None:
+            raise fail(_AUTH_KEYS[norm][0], f"missing; {why}")
+
+    def exactly_one(a: str, b: str, what: str) -> None:
+        given = [n for n in (a, b) if out.get(n) is not None]
+        if len(given) != 1:
+            problem = "both given; give one" if given else "missing"
+            raise fail(
+                a if not given else b,
+                f"{problem}: {what} comes from {a!r} (a file) or {b!r} (an environment variable)",
+            )
+
+    if effective == "client_credentials":
+        need("client_id", '"grant": "client_credentials" needs the client\'s id and secret')
+        need("client_secret", '"grant": "client_credentials" needs the client\'s id and secret')
+    elif effective == "workload_identity":
+        exactly_one("assertion_file", "assertion_env", "the workload's identity token")
+        if out["client_secret"] is not None:
+            raise fail(
+                found["client_secret"][0],
+                "workload identity authenticates with the assertion, not a client secret",
+            )
+    elif effective == "enterprise_managed":
+        need(
+            "client_id",
+            "enterprise-managed authorization needs the client registered at the authorization server",
+        )
+        exactly_one("id_token_file", "id_token_env", "the user's ID token")
+        given = [n for n in ("idp_token_endpoint", "idp_issuer") if out[n] is not None]
+        if len(given) != 1:
+            problem = "both given; give one" if given else "missing"
+            raise fail(
+                "idp_token_endpoint" if not given else "idp_issuer",
+                f"{problem}: the enterprise IdP is 'idp_token_endpoint' or 'idp_issuer'",
+            )
+    elif out["client_secret"] is not None and out["client_id"] is None:
+        raise fail(found["client_secret"][0], "a client secret without a client_id")
+
     scopes: tuple[str, ...] = ()
     if "scopes" in found:
         k, v = found["scopes"]
@@ -337,13 +485,9 @@ def _parse_auth(spec: Mapping[str, Any], ex: _Expander, name: str) -> AuthSettin
         elif isinstance(v, list) and all(isinstance(s, str) for s in v):
             scopes = tuple(ex.expand(s, name, f"{key}.{k}") for s in v)
         else:
-            raise ConfigEntryError(
-                ex.source,
-                name,
-                f"{key}.{k}",
-                f"expected a list of strings or a space-separated string, got {_type_name(v)}",
+            raise fail(
+                k, f"expected a list of strings or a space-separated string, got {_type_name(v)}"
             )
-    extra = {k: v for k, v in value.items() if k not in used}
     return AuthSettings(scopes=scopes, extra=extra, **out)
 
 
