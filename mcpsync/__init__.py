@@ -12,20 +12,11 @@ blocking API) -> ``host`` (many servers) -> ``cli``.
 
 from typing import TYPE_CHECKING
 
-from . import display, handlers
+# Eager: what ``Session.connect`` and the calls need anyway. Everything else (the host, the
+# config reader, the renderers, the handlers, Server Cards, the smoke runner, the adapters)
+# loads on first use through ``__getattr__`` below: ``import mcpsync`` stays cheap.
 from ._restart import RestartEvent, RestartPolicy
 from ._version import __version__ as __version__
-from .config import (
-    AuthSettings,
-    Config,
-    ConfigEntryError,
-    InputSpec,
-    ServerEntry,
-    default_config_paths,
-    load_config,
-    oauth_for_entry,
-    parse_entry,
-)
 from .connection import Progress
 from .errors import (
     AuthError,
@@ -48,7 +39,6 @@ from .errors import (
     WriteTimeout,
 )
 from .filters import ToolExcluded
-from .host import ConsentDenied, Host, HostTool, ServerStatus, UnknownTool, ask_on_terminal
 from .session import Session
 
 __all__ = [
@@ -100,26 +90,60 @@ __all__ = [
 
 if TYPE_CHECKING:
     from . import adapters as adapters
+    from . import display as display
+    from . import handlers as handlers
     from .cards import server_card as server_card
     from .cards import server_cards as server_cards
+    from .config import (
+        AuthSettings,
+        Config,
+        ConfigEntryError,
+        InputSpec,
+        ServerEntry,
+        default_config_paths,
+        load_config,
+        oauth_for_entry,
+        parse_entry,
+    )
+    from .host import ConsentDenied, Host, HostTool, ServerStatus, UnknownTool, ask_on_terminal
     from .smoke import smoke as smoke
+
+#: the names loaded on first use -> the submodule that has them (None: the name is a submodule)
+_LAZY: dict[str, str | None] = {
+    "display": None,
+    "handlers": None,
+    "adapters": None,  # the LLM provider adapters (mcpsync/adapters/)
+    "smoke": ".smoke",
+    "server_card": ".cards",  # Server Cards need requests
+    "server_cards": ".cards",
+    **dict.fromkeys(
+        ("AuthSettings", "Config", "ConfigEntryError", "InputSpec", "ServerEntry",
+         "default_config_paths", "load_config", "oauth_for_entry", "parse_entry"),
+        ".config",
+    ),
+    **dict.fromkeys(
+        ("ConsentDenied", "Host", "HostTool", "ServerStatus", "UnknownTool", "ask_on_terminal"),
+        ".host",
+    ),
+}  # fmt: skip
 
 
 def __getattr__(name: str) -> object:
-    # late: ``import mcpsync`` stays cheap; the smoke runner loads on first use. Importing
-    # the submodule makes ``mcpsync.smoke`` the module: it is callable (same function).
-    if name == "smoke":
-        import importlib
+    """A name of ``__all__`` not loaded yet: import its submodule now (PEP 562)."""
+    if name not in _LAZY:
+        raise AttributeError(f"module 'mcpsync' has no attribute {name!r}")
+    import importlib
 
-        function = importlib.import_module(".smoke", __name__).smoke
-        globals()["smoke"] = function
-        return function
-    if name == "adapters":  # late too: the LLM provider adapters (mcpsync/adapters/)
-        import importlib
+    where = _LAZY[name]
+    module = importlib.import_module(where or f".{name}", __name__)
+    if where is None:
+        return module  # importing a submodule makes it an attribute of the package
+    # ``smoke``: the function (the submodule, once imported, replaces the attribute: it is
+    # callable, the same function)
+    value = getattr(module, name)
+    globals()[name] = value
+    return value
 
-        return importlib.import_module(".adapters", __name__)
-    if name in ("server_card", "server_cards"):  # late too: Server Cards need requests
-        import importlib
 
-        return getattr(importlib.import_module(".cards", __name__), name)
-    raise AttributeError(f"module 'mcpsync' has no attribute {name!r}")
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

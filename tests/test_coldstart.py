@@ -3,6 +3,7 @@ built on first use (only the graphs the results need), validation unchanged."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import threading
@@ -183,3 +184,95 @@ else:
 @pytest.mark.skipif(sys.platform == "win32", reason="no fork")
 def test_fork_during_prefetch_leaves_the_child_able_to_import():
     assert _run(FORK).strip() == "child 0"
+
+
+# -- import mcpsync loads only what Session.connect and the calls need -------------------
+
+#: modules a script that connects to a stdio server and calls a tool never needs: each is
+#: loaded on first use of a public name (PEP 562 ``__getattr__``) or inside the function
+#: that uses it
+NOT_ON_THE_COLD_PATH = [
+    "mcpsync.host",
+    "mcpsync.host.servers",
+    "mcpsync.host.routing",
+    "mcpsync.display",
+    "mcpsync.display.icons",
+    "mcpsync.display.render",
+    "mcpsync.handlers",
+    "mcpsync.config.entries",
+    "mcpsync.config.load",
+    "mcpsync.config.parse",
+    "mcpsync.skills.entry",
+    "mcpsync.skills.frontmatter",
+    "mcpsync.skills.loaded",
+    "mcpsync.skills.cache",
+    "mcpsync.cards",
+    "mcpsync.smoke",
+    "mcpsync.adapters",
+    "mcpsync.elicitation",
+    "mcpsync.apps",
+    "mcpsync.cli",
+    "requests",
+]
+
+COLD_MODULES = """
+import json, sys
+import mcpsync
+after_import = sorted(sys.modules)
+with mcpsync.Session.connect([sys.executable, "-m", "mcpsync.demo_server"]) as s:
+    assert s.call_tool("echo", {"message": "hello"}).content[0].text == "hello"
+    assert s.list_tools()
+    after_call = sorted(sys.modules)
+print(json.dumps([after_import, after_call]))
+"""
+
+
+def test_import_and_first_call_leave_the_rest_unloaded():
+    after_import, after_call = json.loads(_run(COLD_MODULES))
+    assert "mcpsync.session" in after_import and "mcpsync.transports.stdio" in after_call
+    for loaded in (after_import, after_call):
+        assert not [m for m in NOT_ON_THE_COLD_PATH if m in loaded]
+
+
+LAZY_NAMES = """
+import json, sys, importlib
+import mcpsync
+from mcpsync import *  # every name of __all__, the lazy ones loaded here
+out = {"missing_from_dir": sorted(set(mcpsync.__all__) - set(dir(mcpsync)))}
+import mcpsync.config as config, mcpsync.skills as skills
+for package in (config, skills):
+    out[package.__name__] = sorted(set(package.__all__) - set(dir(package)))
+    for name in package.__all__:
+        getattr(package, name)
+assert set(mcpsync.__all__) <= set(globals())
+# each public name is the object its own module defines (no copies, no stand-ins)
+from mcpsync import Host, display, handlers, load_config, smoke, server_card
+from mcpsync.host import Host as host_Host
+from mcpsync.config.load import load_config as real_load_config
+from mcpsync.smoke import smoke as real_smoke
+from mcpsync.cards.fetch import server_card as real_server_card
+from mcpsync.skills.entry import SkillEntry
+assert Host is host_Host and load_config is real_load_config and server_card is real_server_card
+assert display is sys.modules["mcpsync.display"] and callable(display.tools_table)
+assert handlers is sys.modules["mcpsync.handlers"] and callable(handlers.decline)
+assert smoke is real_smoke or smoke is sys.modules["mcpsync.smoke"]
+assert callable(mcpsync.smoke)
+assert skills.SkillEntry is SkillEntry and config.ServerEntry is mcpsync.ServerEntry
+assert mcpsync.adapters is sys.modules["mcpsync.adapters"]
+for package, name in ((mcpsync, "Nope"), (config, "nope"), (skills, "nope")):
+    try:
+        getattr(package, name)
+    except AttributeError as exc:
+        assert name in str(exc)
+    else:
+        raise AssertionError(name)
+host = mcpsync.Host({"demo": {"command": sys.executable, "args": ["-m", "mcpsync.demo_server"]}})
+with host:
+    assert "echo" in [t.name for t in host.list_tools()] and host.status()[0].state == "ready"
+print(json.dumps(out))
+"""
+
+
+def test_every_public_name_still_resolves():
+    out = json.loads(_run(LAZY_NAMES))
+    assert out == {"missing_from_dir": [], "mcpsync.config": [], "mcpsync.skills": []}

@@ -46,13 +46,16 @@ command line). Every public name is importable from here.
 
 from __future__ import annotations
 
-from .entries import TRANSPORTS as TRANSPORTS
-from .entries import AuthSettings, Config, ConfigEntryError, InputSpec, ServerEntry
-from .entries import InputResolver as InputResolver
-from .jsonc import parse_jsonc
-from .load import default_config_paths, load_config, oauth_for_entry
-from .names import command_name
-from .parse import parse_entry
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .entries import TRANSPORTS as TRANSPORTS
+    from .entries import AuthSettings, Config, ConfigEntryError, InputSpec, ServerEntry
+    from .entries import InputResolver as InputResolver
+    from .jsonc import parse_jsonc
+    from .load import default_config_paths, load_config, oauth_for_entry
+    from .names import command_name
+    from .parse import parse_entry
 
 __all__ = [
     "ServerEntry",
@@ -67,3 +70,34 @@ __all__ = [
     "oauth_for_entry",
     "command_name",
 ]
+
+#: every public name -> its submodule, loaded on first use (PEP 562): ``Session.connect``
+#: needs only ``command_name``; the entry types and the file reader load with a config
+_WHERE = {
+    **dict.fromkeys(
+        ("TRANSPORTS", "AuthSettings", "Config", "ConfigEntryError", "InputSpec", "ServerEntry",
+         "InputResolver"),
+        ".entries",
+    ),
+    "parse_jsonc": ".jsonc",
+    "default_config_paths": ".load",
+    "load_config": ".load",
+    "oauth_for_entry": ".load",
+    "command_name": ".names",
+    "parse_entry": ".parse",
+}  # fmt: skip
+
+
+def __getattr__(name: str) -> object:
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(where, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

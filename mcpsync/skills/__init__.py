@@ -14,21 +14,25 @@ errors are in ``entry``, the loaded skill in ``loaded``, the frontmatter parser 
 
 from __future__ import annotations
 
-from .cache import SKILL_FILES, SkillFileCache
-from .entry import (
-    EXTENSION_ID,
-    MAX_FILES,
-    MAX_TOTAL_BYTES,
-    SkillEntry,
-    SkillError,
-    SkillFile,
-    SkillInvalid,
-    SkillNotFound,
-    SkillVerificationError,
-)
-from .frontmatter import FrontmatterError
-from .loaded import LoadedSkill
+from typing import TYPE_CHECKING
+
 from .mixin import Skills
+
+if TYPE_CHECKING:
+    from .cache import SKILL_FILES, SkillFileCache
+    from .entry import (
+        EXTENSION_ID,
+        MAX_FILES,
+        MAX_TOTAL_BYTES,
+        SkillEntry,
+        SkillError,
+        SkillFile,
+        SkillInvalid,
+        SkillNotFound,
+        SkillVerificationError,
+    )
+    from .frontmatter import FrontmatterError
+    from .loaded import LoadedSkill
 
 __all__ = [
     "EXTENSION_ID",
@@ -46,3 +50,31 @@ __all__ = [
     "SkillVerificationError",
     "Skills",
 ]
+
+#: the names loaded on first use (PEP 562) -> their submodule: a Session needs only the mixin
+_WHERE = {
+    "SKILL_FILES": ".cache",
+    "SkillFileCache": ".cache",
+    **dict.fromkeys(
+        ("EXTENSION_ID", "MAX_FILES", "MAX_TOTAL_BYTES", "SkillEntry", "SkillError", "SkillFile",
+         "SkillInvalid", "SkillNotFound", "SkillVerificationError"),
+        ".entry",
+    ),
+    "FrontmatterError": ".frontmatter",
+    "LoadedSkill": ".loaded",
+}  # fmt: skip
+
+
+def __getattr__(name: str) -> object:
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(where, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -20,24 +20,18 @@ from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ProtocolError, ServerError
-from .cache import SKILL_FILES, SkillFileCache
-from .entry import (
-    EXTENSION_ID,
-    SkillEntry,
-    SkillError,
-    SkillFile,
-    SkillInvalid,
-    SkillNotFound,
-    SkillVerificationError,
-    parse_entry,
-    verify_bytes,
-)
-from .loaded import LoadedSkill, read_skill_md
 
 if TYPE_CHECKING:
     from ..connection import Default
     from ..protocol import Agreement, Era
     from ..protocol.choose import Caches
+    from .cache import SkillFileCache
+    from .entry import SkillEntry, SkillFile
+    from .loaded import LoadedSkill
+
+# The rest of the package (entries, the frontmatter parser, the loaded skill, the file
+# cache) is imported by the methods that use it: a Session that never touches skills
+# never loads it (``import mcpsync`` stays cheap).
 
 __all__ = ["Skills"]
 
@@ -65,8 +59,8 @@ class Skills:
     _init_args: dict[str, Any]
     _caches: Caches
     _keep_alive: Any
-    #: verified skill files (tests give a session its own)
-    _skill_files: SkillFileCache = SKILL_FILES
+    #: verified skill files (tests give a session its own; None: the process-wide ``SKILL_FILES``)
+    _skill_files: SkillFileCache | None = None
 
     if TYPE_CHECKING:
 
@@ -95,6 +89,8 @@ class Skills:
     @property
     def skills_supported(self) -> bool:
         """Whether the server declared the skills extension."""
+        from .entry import EXTENSION_ID
+
         caps = self._handshake.capabilities if self._handshake else {}
         extensions = caps.get("extensions") if isinstance(caps, dict) else None
         return isinstance(extensions, dict) and isinstance(extensions.get(EXTENSION_ID), dict)
@@ -114,6 +110,8 @@ class Skills:
         ``skill_problems``). The listing is reused while its ``ttlMs`` lasts, shared as
         its ``cacheScope`` allows; ``refresh=True`` asks the server again.
         """
+        from .entry import SkillInvalid, parse_entry
+
         self._require("skills/list")
         server, credential = self._skill_keys()
         hints = self._caches.hints
@@ -177,6 +175,8 @@ class Skills:
         ``SkillNotFound`` when the server serves no such skill; ``SkillInvalid`` when
         its entry breaks the rules.
         """
+        from .entry import SkillInvalid, SkillNotFound, parse_entry
+
         self._require("skills/get")
         try:
             result = self._call("skills/get", {"uri": str(uri)}, lambda r: r)
@@ -193,6 +193,8 @@ class Skills:
     # -- loading -------------------------------------------------------------------------
 
     def _find(self, name_or_uri: str) -> SkillEntry:
+        from .entry import SkillInvalid, SkillNotFound
+
         entries = self.list_skills()  # the held listing while its ttlMs lasts, else a fresh one
         if "://" in name_or_uri:
             found = [e for e in entries if e.uri == name_or_uri]
@@ -229,6 +231,9 @@ class Skills:
         integrity and is refused (``SkillInvalid``) unless ``allow_dynamic=True``.
         The returned ``LoadedSkill`` reads its other files on demand, each verified.
         """
+        from .entry import SkillInvalid
+        from .loaded import LoadedSkill, read_skill_md
+
         entry = self._find(str(name_or_uri))
         if entry.dynamic and not allow_dynamic:
             raise SkillInvalid(
@@ -242,8 +247,11 @@ class Skills:
         )
 
     def _skill_reader(self) -> Callable[[str, SkillFile | None], bytes]:
+        from .cache import SKILL_FILES
+        from .entry import verify_bytes
+
         server, credential = self._skill_keys()
-        files = self._skill_files
+        files = self._skill_files if self._skill_files is not None else SKILL_FILES
 
         def read(uri: str, line: SkillFile | None) -> bytes:
             if line is not None:
@@ -263,6 +271,8 @@ class Skills:
 
 def _content_bytes(uri: str, result: Any) -> bytes:
     """The raw bytes of a ``resources/read`` result for ``uri`` (text as UTF-8, blob decoded)."""
+    from .entry import SkillError, SkillVerificationError
+
     contents = result.get("contents") if isinstance(result, dict) else None
     if not isinstance(contents, list) or not contents:
         raise SkillError(f"resources/read of {uri} returned no contents")
