@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import json
 import stat
 import sys
 from pathlib import Path
@@ -213,3 +214,73 @@ def test_keyring_store_with_an_explicit_backend():
     store = KeyringTokenStore("my-app", backend=backend)
     store.set("k", {"v": 1})
     assert backend.entries == {("my-app", "k"): '{"v": 1}'}
+
+
+# -- the command line's --keyring --------------------------------------------------------
+
+
+def test_cli_keyring_keeps_tokens_in_the_keyring(ring, cache_home, no_leaks, capsys, monkeypatch):
+    """``--keyring``: the token lands in the keyring (not the cache file) and the next run
+    uses it without asking anybody."""
+    clients = {"svc": SVC_SECRET}
+    with DemoHTTPServer(auth=True, clients=clients) as server:
+        assert server.auth_server is not None
+        config = cache_home.parent / "mcp.json"
+        auth = {
+            "grant": "client_credentials",
+            "client_id": "svc",
+            "client_secret": "${env:SVC_SECRET}",
+        }
+        config.write_text(json.dumps({"servers": {"demo": {"url": server.url, "auth": auth}}}))
+        monkeypatch.setenv("SVC_SECRET", SVC_SECRET)
+        for word in ("one", "two"):
+            code = cli.main(["call", f"{config}:demo", "echo", f"message={word}", "--keyring"])
+            out = capsys.readouterr()
+            assert code == 0, out.err
+            assert word in out.out
+        assert server.auth_server.stats()["tokens"]["client_credentials"] == 1  # reused
+        names = {user for service, user in ring.entries if service == "mcpsync"}
+        assert f"token {server.origin} {server.url} svc" in names
+        assert not (cache_home / "mcpsync").exists()  # nothing in the file store
+        assert all(SVC_SECRET not in v for v in ring.entries.values())
+
+
+def test_cli_keyring_and_no_store_contradict(ring, capsys):
+    code = cli.main(["tools", "https://example.com/mcp", "--oauth", "--keyring", "--no-store"])
+    assert code == 2 and "--no-store and --keyring contradict" in capsys.readouterr().err
+
+
+def test_cli_keyring_without_the_extra_names_the_install(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "keyring", None)  # import keyring -> ImportError
+    code = cli.main(["tools", "https://example.com/mcp", "--oauth", "--keyring"])
+    err = capsys.readouterr().err
+    assert code == 2 and "pip install 'mcpsync[keyring]'" in err and "--keyring" in err
+
+
+def test_cli_keyring_without_a_backend_says_so(capsys):
+    from keyring.backends import fail
+
+    saved = keyring.get_keyring()
+    keyring.set_keyring(fail.Keyring())
+    try:
+        code = cli.main(["tools", "https://example.com/mcp", "--oauth", "--keyring"])
+    finally:
+        keyring.set_keyring(saved)
+    err = capsys.readouterr().err
+    assert code == 2 and "no system keyring is available" in err
+
+
+def test_smoke_refuses_keyring(ring, tmp_path, capsys):
+    config = tmp_path / "mcp.json"
+    config.write_text('{"servers": {}}')
+    assert cli.main(["smoke", str(config), "--keyring"]) == 2
+    assert "--token-store FILE" in capsys.readouterr().err
+
+
+def test_keyring_store_is_made_only_when_oauth_is_needed(monkeypatch):
+    from mcpsync.cli.targets import _auth_factory
+
+    monkeypatch.setitem(sys.modules, "keyring", None)
+    factory = _auth_factory(_ns(oauth=False, keyring=True))
+    assert factory(parse_entry("local", {"command": "srv"})) is None  # no keyring asked
+    assert factory(parse_entry("web", {"url": "https://example.com/mcp"})) is None

@@ -44,6 +44,18 @@ class KeyringTokenStore:
         self._backend = backend
         self._lock = threading.Lock()
 
+    def check_available(self) -> None:
+        """Raise ConfigError when keyring found no usable backend (a headless Linux box
+        without Secret Service / KWallet: keyring's ``fail.Keyring``)."""
+        from keyring.backends import fail
+
+        if isinstance(self._ring(), fail.Keyring):
+            raise ConfigError(
+                "no system keyring is available here (keyring found no backend); install "
+                "and set one up (Secret Service, KWallet, keyrings.alt) or keep tokens in the "
+                "file store"
+            )
+
     def _ring(self) -> Any:
         return self._backend if self._backend is not None else self._keyring.get_keyring()
 

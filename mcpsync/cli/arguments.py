@@ -118,6 +118,11 @@ def _common() -> argparse.ArgumentParser:
         help="keep OAuth tokens in memory only (default: a 0600 file in the user's cache directory)",
     )
     g.add_argument(
+        "--keyring",
+        action="store_true",
+        help="keep OAuth tokens in the system keyring instead (needs: pip install 'mcpsync[keyring]')",
+    )
+    g.add_argument(
         "--cacert", metavar="FILE", help="CA bundle to verify HTTPS servers and their OAuth servers"
     )
     g.add_argument("--insecure", action="store_true", help="do not verify HTTPS certificates")

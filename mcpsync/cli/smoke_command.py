@@ -53,6 +53,11 @@ def run_smoke(ns: argparse.Namespace, out: _Out) -> int:
             name: entry if entry.is_stdio else dataclasses.replace(entry, **tls)
             for name, entry in config.entries.items()
         }
+    if getattr(ns, "keyring", False):  # its workers (processes, Dask) get a file path
+        raise UsageError(
+            "smoke keeps OAuth tokens in a file (--token-store FILE, or the default one); "
+            "--keyring applies to the other commands"
+        )
     token_store = ns.token_store
     if token_store is None and not ns.no_store:
         from ..auth.storage import default_store_path

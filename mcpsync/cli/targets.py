@@ -48,20 +48,47 @@ def _host_of(url: str) -> str:
     return url.split("://", 1)[1].split("/", 1)[0] or "server"
 
 
+def _token_store(ns: argparse.Namespace) -> Any:
+    """Where the command line keeps OAuth tokens: the per-user file (default), the system
+    keyring (--keyring), or memory only (--no-store: None)."""
+    no_store, use_keyring = getattr(ns, "no_store", False), getattr(ns, "keyring", False)
+    if no_store and use_keyring:
+        raise UsageError("--no-store and --keyring contradict each other; give one")
+    if no_store:
+        return None
+    if use_keyring:
+        from ..auth.keyring_store import KeyringTokenStore
+
+        try:
+            store = KeyringTokenStore()
+        except ConfigError:
+            raise UsageError(
+                "--keyring needs the keyring package: pip install 'mcpsync[keyring]'"
+            ) from None
+        store.check_available()
+        return store
+    from ..auth.storage import FileTokenStore, default_store_path
+
+    return FileTokenStore(default_store_path())
+
+
 def _auth_factory(ns: argparse.Namespace) -> Callable[[ServerEntry], Any]:
     """OAuth for HTTP entries that carry auth settings, or for all of them with --oauth;
-    its tokens kept in the per-user file store unless --no-store."""
+    its tokens kept in the per-user file store unless --no-store (or --keyring: the system
+    keyring). The store is made when the first entry needs OAuth."""
 
     device = getattr(ns, "device", False)  # --device: the RFC 8628 device grant, no browser
     options: dict[str, Any] = {"redirect": "device"} if device else {}
+    made: list[Any] = []  # the one store, once made
 
     def factory(entry: ServerEntry) -> Any:
         if entry.auth is not None or getattr(ns, "oauth", False) or device:
-            if getattr(ns, "no_store", False):
-                return oauth_for_entry(entry, **options)
-            from ..auth.storage import FileTokenStore, default_store_path
-
-            return oauth_for_entry(entry, store=FileTokenStore(default_store_path()), **options)
+            if not made:
+                made.append(_token_store(ns))
+            store = made[0]
+            return oauth_for_entry(
+                entry, **({"store": store} if store is not None else {}), **options
+            )
         return None
 
     return factory
