@@ -285,3 +285,44 @@ def test_cli_smoke_with_cacert(pki, capsys, tmp_path, no_leaks):
         out = capsys.readouterr()
         (entry,) = json.loads(out.out)["servers"]
         assert code != 0 and not entry["ok"] and "TLS failure" in entry["error"]
+
+
+def _tls_wrap(httpd: Any, pki: dict[str, str], *, client_cert: bool = False) -> None:
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(pki["server_cert"], pki["server_key"])
+    if client_cert:
+        context.verify_mode = ssl.CERT_REQUIRED
+        context.load_verify_locations(pki["ca"])
+    httpd.socket = context.wrap_socket(
+        httpd.socket, server_side=True, do_handshake_on_connect=False
+    )
+    httpd.handle_error = lambda request, address: None
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["fast-pool", "requests"])
+def test_legacy_sse_over_tls_with_the_ca_bundle(pki, no_leaks, fast):
+    """The 2024-11-05 HTTP+SSE transport (GET stream + POST endpoint) over TLS: the CA
+    bundle and a client certificate reach both, explicitly and as the fallback of a URL."""
+    from test_legacy_sse_transport import LEGACY, LegacyServer
+
+    legacy = LegacyServer()
+    _tls_wrap(legacy.server.server, pki, client_cert=True)
+    url = f"https://127.0.0.1:{legacy.server.port}/sse"
+    cert = (pki["client_cert"], pki["client_key"])
+    with legacy:
+        with pytest.raises(TLSError, match=r"TLS failure .*verify=<CA bundle>"):
+            mcpsync.Session.connect(url, transport="sse", cert=cert, connect_timeout=10)
+        for transport in ("sse", "auto"):  # auto: POST /sse answers 405, then legacy SSE
+            http = None if fast else requests.Session()
+            with mcpsync.Session.connect(
+                url, transport=transport, verify=pki["ca"], cert=cert, http_session=http,
+                connect_timeout=10, timeout=10,
+            ) as s:  # fmt: skip
+                assert s.transport.kind == "sse" and s.protocol_version == LEGACY
+                assert s.call_tool("echo", {"message": "sse over tls"}).content[0].text == (
+                    "sse over tls"
+                )
+            if http is not None:
+                http.close()
+        methods = [r.method for r in legacy.server.requests]
+        assert methods.count("GET") == 2 and "POST" in methods  # the stream, the endpoint
