@@ -285,14 +285,20 @@ class PipeReader:
             self._parked.pop(key, None)
 
     def _wake_parked(self, hand_over: bool = False, everyone: bool = False) -> None:
-        """Wake parked callers whose reply came; with ``hand_over`` also one to take the role."""
+        """Wake parked callers whose reply came; with ``hand_over`` also one to take the role.
+
+        A caller woken leaves the table here (``dict.pop`` is atomic: one waker wakes it, once),
+        so the next reader neither looks at it again nor releases its lock a second time."""
         need_reader = hand_over
-        for future, signal in list(self._parked.values()):
-            if everyone or future.done():
-                _release(signal)
-            elif need_reader:
-                _release(signal)
-                need_reader = False
+        parked = self._parked
+        for key, (future, _) in list(parked.items()):
+            if everyone or future.done() or need_reader:
+                entry = parked.pop(key, None)
+                if entry is None:
+                    continue  # woken by another reader just now
+                if not (everyone or future.done()):
+                    need_reader = False
+                _release(entry[1])
 
     def wakeup(self) -> None:
         """Make a caller that reads stdout look at its future again (resolved elsewhere)."""

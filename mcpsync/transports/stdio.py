@@ -27,10 +27,15 @@ regions, where it only records the signal and wakes the poll; the region then en
 next message boundary and raises the KeyboardInterrupt, which cancels the caller's own call
 and nothing else. A handler the application installed itself is left alone.
 
+Writes combine: a sender queues its message; the thread that gets the write lock writes all
+that is queued, in order, in one ``write()``, and looks again after it let go of the lock (a
+sender that found the lock taken left at once: its message is that writer's to write). So
+8 threads calling at once make a fraction of a write each, and never sleep on the lock.
 Writes are bounded: stdin is non-blocking; a write that does not fit waits in ``poll()``
 for at most the request's timeout (``write_timeout`` for messages without one). A message
 left half-written by a timeout is finished by the next write before anything else, so the
-server never sees two messages spliced.
+server never sees two messages spliced; the queued requests not begun fail at once with
+``WriteTimeout`` (reported with their ``request_id``: the connection fails those calls).
 
 Descriptors: every thread that reads a descriptor polls it with a stop pipe beside it, so
 it ends when the transport closes, and a descriptor is closed only once no thread can read
@@ -67,6 +72,9 @@ from .sigint import _GUARD, _MAIN_IDENT
 __all__ = ["StdioTransport", "MessageTooLarge", "DEFAULT_INHERITED_ENV", "default_environment"]
 
 log = logging.getLogger("mcpsync.stdio")
+
+#: a message queued for writing: its bytes, and its id when it is a request of ours
+_Out = tuple[bytes, Any]
 
 
 class StdioTransport(ChildProcess, PipeReader, LineFramer, Transport):
@@ -113,6 +121,7 @@ class StdioTransport(ChildProcess, PipeReader, LineFramer, Transport):
         self._stdin: IO[bytes] | None = None
         self._stdin_fd = -1
         self._owed = b""  # the rest of a message a timed-out write left half-written
+        self._out: collections.deque[_Out] = collections.deque()  # queued for the writer
         self._reader: threading.Thread | None = None
         self._stderr_reader: threading.Thread | None = None  # only where poll() is missing
         self._err_fd = -1  # stderr, read by the reader thread (or a caller) while open
@@ -212,38 +221,32 @@ class StdioTransport(ChildProcess, PipeReader, LineFramer, Transport):
                 guard.install()
             guard.depth += 1
             guard.current = self  # (left set after: a stale one only gets a spare wake-up)
-        lock = self._write_lock
-        dead: ServerExited | None = None
+        # Writes combine (see the module docstring): the message is queued, and the thread
+        # holding the write lock writes everything queued, in order, in one write.
+        mine = (data, message.get("id") if "method" in message else None)
+        self._out.append(mine)
         try:
-            bound = self.write_timeout if timeout is None else timeout
-            if not lock.acquire(False) and not lock.acquire(timeout=max(bound, 0.0)):
-                raise WriteTimeout(
-                    f"server {self.name!r} did not read its stdin within {bound:g} s "
-                    "(another write is still waiting)"
-                )
+            if self._write_lock.acquire(False):
+                self._write_out(mine, self.write_timeout if timeout is None else timeout, main)
+            # else a writer is at work: it writes this message too, or fails its call
+        finally:
+            if main:
+                guard.depth -= 1
+                if guard.pending and guard.depth <= 0:
+                    guard.pending = False
+                    raise KeyboardInterrupt  # deferred from inside the write
+
+    def _write_out(self, mine: _Out, bound: float, main: bool) -> None:
+        """Write what is queued (the write lock is held; released here). What others queue
+        meanwhile is this thread's to write too: they found the lock taken and left."""
+        lock, queue = self._write_lock, self._out
+        while True:
+            dead: ServerExited | None = None
             try:
                 if self._shut:
                     raise TransportError(f"stdio transport to {self.name!r} is closed")
                 self._last_send = time.monotonic()  # the caller will read the reply itself
-                if self._owed:  # finish the message a timed-out write left half-written
-                    self._owed = self._write_rest(self._owed, bound)
-                    if self._owed:
-                        raise WriteTimeout(
-                            f"server {self.name!r} did not read its stdin within {bound:g} s"
-                        )
-                try:
-                    written = os.write(self._stdin_fd, data)  # one write per message, usually
-                except BlockingIOError:
-                    written = 0
-                if written < len(data):
-                    rest = self._write_rest(data[written:], bound)
-                    if rest:
-                        if len(rest) < len(data):
-                            self._owed = rest  # the server has part of it: it goes first
-                        if not (main and _GUARD.pending):  # Ctrl-C: its interrupt follows
-                            raise WriteTimeout(
-                                f"server {self.name!r} did not read its stdin within {bound:g} s"
-                            )
+                stalled = self._flush_out(mine, bound, main)
             except (BrokenPipeError, ValueError, OSError) as exc:
                 if isinstance(exc, TransportError):
                     raise
@@ -253,12 +256,77 @@ class StdioTransport(ChildProcess, PipeReader, LineFramer, Transport):
                 lock.release()
                 if dead is not None:  # nothing can be sent any more: the session ends now,
                     self._report_close(dead)  # not when the reader gets to the EOF
-        finally:
-            if main:
-                guard.depth -= 1
-                if guard.pending and guard.depth <= 0:
-                    guard.pending = False
-                    raise KeyboardInterrupt  # deferred from inside the write
+            # Queued after the last look but before the release: look again (a writer that
+            # took the lock in between writes it).
+            if stalled or not queue or not lock.acquire(False):
+                return
+
+    def _flush_out(self, mine: _Out, bound: float, main: bool) -> bool:
+        """Write the queue (and first the rest a timed-out write owed); True if the pipe
+        stalled (the server did not read within ``bound``, or Ctrl-C cut the wait)."""
+        queue = self._out
+        while queue:
+            items = [queue.popleft()]
+            while queue:  # only the lock holder takes from the queue
+                items.append(queue.popleft())
+            owed = self._owed
+            data = items[0][0] if len(items) == 1 else b"".join([d for d, _ in items])
+            if owed:
+                data = owed + data
+                self._owed = b""
+            try:
+                written = os.write(self._stdin_fd, data)  # one write for all, usually
+            except BlockingIOError:
+                written = 0
+            if written < len(data):
+                rest = self._write_rest(data[written:], bound)
+                if rest:
+                    self._unwritten(items, owed, len(rest), mine, bound, main)
+                    return True
+        return False
+
+    def _unwritten(
+        self, items: list[_Out], owed: bytes, left: int, mine: _Out, bound: float, main: bool
+    ) -> None:
+        """The last ``left`` bytes of ``owed + items`` did not fit within ``bound``: the message cut
+        in two is owed to the next write (the server has its start), the ones not begun are
+        failed (``WriteTimeout``, also for what is still queued), or on Ctrl-C queued again."""
+        untouched: list[_Out] = []
+        cut: _Out | None = None
+        for item in reversed(items):
+            size = len(item[0])
+            if left >= size:
+                untouched.append(item)
+                left -= size
+            else:
+                if left > 0:
+                    cut = item
+                    self._owed = item[0][size - left :]
+                break
+        else:
+            if left > 0:  # none begun, and part of what was owed before is still owed
+                self._owed = owed[len(owed) - left :]
+        untouched.reverse()
+        if main and _GUARD.pending:  # Ctrl-C: its interrupt follows; the others wait
+            self._out.extendleft(reversed([i for i in untouched if i is not mine]))
+            return
+        while self._out:
+            untouched.append(self._out.popleft())
+        error = f"server {self.name!r} did not read its stdin within {bound:g} s"
+        dropped = 0
+        for item in untouched:
+            if item is not mine and item[1] is not None:
+                lost = WriteTimeout(error)
+                lost.request_id = item[1]  # type: ignore[attr-defined]  # fails that call
+                self._report(lost)
+            elif item is not mine:
+                dropped += 1
+        if dropped:
+            log.warning("mcpsync: %s: %d message(s) not written (%s)", self.name, dropped, error)
+        self.wakeup()  # the callers of those requests may be reading or parked
+        self._wake_parked()
+        if cut is mine or any(item is mine for item in untouched):
+            raise WriteTimeout(error)
 
     def _write_rest(self, data: bytes, bound: float) -> bytes:
         """Write ``data`` as the pipe takes it, for at most ``bound`` s; return what is left."""
