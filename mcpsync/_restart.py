@@ -115,6 +115,23 @@ class Restarter:
         return self._failure
 
     @property
+    def phase(self) -> str:
+        """ "ready", "restarting" (a bring-up under way), "failed" or "stopped"."""
+        return self._state
+
+    def reasons(self) -> list[BaseException]:
+        """The errors of the restart run under way (or the one that gave up), oldest
+        first: the death, then each failed bring-up attempt. Empty when ready."""
+        with self._lock:
+            if self._state == _RESTARTING and self.history and self.history[-1].ok is None:
+                event = self.history[-1]
+                return [event.reason, *event.failures]
+        failure = self._failure
+        if self._state == _FAILED and isinstance(failure, RestartLimitReached):
+            return list(failure.reasons)
+        return []
+
+    @property
     def finished(self) -> bool:
         """Closed by the caller, or given up: nothing will bring the session back."""
         return self._state in (_FAILED, _STOPPED)
@@ -505,6 +522,12 @@ class Restarts:
     def restart_history(self) -> list[RestartEvent]:
         """Every death of the server and what followed, oldest first (a copy)."""
         return list(self._restart.history) if self._restart is not None else []
+
+    @property
+    def restarting(self) -> bool:
+        """True while the restart policy brings the server up again (calls made now wait
+        for it, bounded by their timeout)."""
+        return self._restart is not None and self._restart.phase == _RESTARTING
 
     @property
     def restart_policy(self) -> RestartPolicy | None:

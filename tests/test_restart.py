@@ -57,11 +57,15 @@ def kill(session: mcpsync.Session) -> int:
 
 
 def children() -> set[int]:
-    return {
-        p.pid
-        for p in psutil.Process().children(recursive=True)
-        if p.is_running() and p.status() != psutil.STATUS_ZOMBIE
-    }
+    """This process's running descendants (one that ends while we look is not one)."""
+    out = set()
+    for p in psutil.Process().children(recursive=True):
+        try:
+            if p.status() != psutil.STATUS_ZOMBIE:
+                out.add(p.pid)
+        except psutil.NoSuchProcess:
+            pass
+    return out
 
 
 # -- the demo server, killed -------------------------------------------------------------------

@@ -6,6 +6,10 @@ with ``RestartLimitReached``, and ``Host.reconnect(name)`` with a policy on.
 from __future__ import annotations
 
 import sys
+import textwrap
+import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
@@ -13,9 +17,10 @@ import pytest
 from servers.launch import demo_argv
 from test_restart import CRASHY, LogWatch, Restarts, children
 
-from mcpsync import RestartLimitReached, RestartPolicy
+from mcpsync import RestartLimitReached, RestartPolicy, ServerExited
 from mcpsync.config import ConfigEntryError, parse_entry
 from mcpsync.host import Host
+from mcpsync.host.servers import ServerStatus
 
 WAIT = 20.0
 
@@ -85,6 +90,73 @@ def test_a_crash_looping_entry_ends_failed_with_every_reason(no_leaks, tmp_path:
         row = host.status()[0]
         assert row.state == "failed" and isinstance(row.error, RestartLimitReached)
         assert len(row.error.reasons) == 3
+        assert row.reasons == tuple(row.error.reasons) and not row.ok
         with pytest.raises(RestartLimitReached):
             host.session("crashy")
     assert children() - before == set()
+
+
+# A demo server that, once ``hold`` exists, waits for ``go`` before it starts: the test
+# holds a restart's bring-up as long as it needs to look at it.
+HELD = textwrap.dedent(
+    """
+    import os, sys, time
+    folder = sys.argv[1]
+    if os.path.exists(os.path.join(folder, "hold")):
+        deadline = time.monotonic() + 60
+        while not os.path.exists(os.path.join(folder, "go")) and time.monotonic() < deadline:
+            time.sleep(0.01)
+    from mcpsync.demo_server import main
+    main([])
+    """
+)
+
+
+def _row(host: Host, name: str) -> ServerStatus:
+    return {row.name: row for row in host.status()}[name]
+
+
+def _until(predicate: Callable[[], bool], bound: float = WAIT) -> bool:
+    deadline = time.monotonic() + bound
+    while not predicate():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def test_status_shows_a_restart_in_progress_then_ready_again(no_leaks, tmp_path: Path):
+    script = tmp_path / "held.py"
+    script.write_text(HELD)
+    seen = Restarts()
+    config = {
+        "mcpServers": {
+            "held": {"command": sys.executable, "args": [str(script), str(tmp_path)]},
+        }
+    }
+    policy = RestartPolicy(backoff=0, on_restart=seen)
+    with Host(config, session_kwargs={"restart": policy}) as host:
+        s = host.session("held")
+        row = _row(host, "held")
+        assert row.state == "ready" and row.ok and row.reasons == () and not s.restarting
+        (tmp_path / "hold").touch()  # the restart's server waits for "go"
+        psutil.Process(s.transport.process.pid).kill()
+        assert _until(lambda: _row(host, "held").state == "restarting")
+        row = _row(host, "held")
+        assert s.restarting and not row.ok and row.restarts == 0
+        assert len(row.reasons) == 1 and isinstance(row.reasons[0], ServerExited)
+        assert "restarting" in repr(row)
+        # a call made now waits for the restart and goes to the new server
+        box: dict[str, object] = {}
+        caller = threading.Thread(
+            target=lambda: box.update(r=host.call_tool("held__echo", {"message": "x"}))
+        )
+        caller.start()
+        (tmp_path / "go").touch()
+        event = seen.wait()
+        assert event.ok
+        caller.join(WAIT)
+        assert not caller.is_alive() and box["r"].content[0].text == "x"  # type: ignore[attr-defined]
+        row = _row(host, "held")
+        assert row.state == "ready" and row.ok and row.restarts == 1 and row.reasons == ()
+        assert not s.restarting

@@ -4,7 +4,7 @@ Owns: turning an entry's ``restart`` setting (the config key, or ``session_kwarg
 the ``RestartPolicy`` its ``Session.connect`` gets, with a ``make_transport`` that makes
 stdio transports the way the host makes the first one (so the host can still stop a server
 that is starting, and every restart starts the same command); and what a status row says
-about restarts (``restarts_of``, ``failure_of``).
+about restarts (``restarts_of``: the count and phase, ``RestartCount``; ``failure_of``).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["give_transport_factory", "restarts_of", "failure_of"]
+__all__ = ["give_transport_factory", "restarts_of", "failure_of", "RestartCount"]
 
 
 def give_transport_factory(
@@ -39,11 +39,31 @@ def give_transport_factory(
     kwargs["restart"] = dataclasses.replace(policy, make_transport=make)
 
 
-def restarts_of(session: Any) -> int:
-    """How often the session's restart policy brought it back (0 for any other session)."""
+class RestartCount(int):
+    """How often a session's restart policy brought it back (an ``int``), with where the
+    policy is now: ``phase`` ("ready", "restarting", "failed", "stopped"; "" without a
+    policy) and ``reasons`` (the errors of the restart under way, or of the run that gave
+    up, oldest first). ``ServerStatus`` takes its state and reasons from it."""
+
+    phase: str = ""
+    reasons: tuple[BaseException, ...] = ()
+
+    @classmethod
+    def of(cls, count: int, phase: str, reasons: list[BaseException]) -> RestartCount:
+        made = cls(count)
+        made.phase, made.reasons = phase, tuple(reasons)
+        return made
+
+
+def restarts_of(session: Any) -> RestartCount:
+    """How often the session's restart policy brought it back (0 for any other session),
+    and the phase it is in (a restart under way shows as "restarting" in status rows)."""
     from .._restart import Restarts
 
-    return session.restarts if isinstance(session, Restarts) else 0
+    if not isinstance(session, Restarts) or session._restart is None:
+        return RestartCount(0)
+    restarter = session._restart
+    return RestartCount.of(restarter.count, restarter.phase, restarter.reasons())
 
 
 def failure_of(session: Any) -> BaseException | None:

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..config import ServerEntry
-from ..errors import ConfigError, MCPSyncError
+from ..errors import ConfigError, MCPSyncError, RestartLimitReached
+from .restarts import RestartCount
 
 __all__ = [
     "SEPARATOR",
@@ -45,6 +46,9 @@ IDLE, CONNECTING, READY, FAILED, REFUSED, DISABLED, CLOSED = (
     "disabled",
     "closed",
 )
+#: a ready entry whose restart policy is bringing its server up again (status rows only:
+#: the entry stays ready for routing, its calls wait for the restart)
+RESTARTING = "restarting"
 
 
 class ConsentDenied(MCPSyncError):
@@ -116,6 +120,22 @@ class ServerStatus:
     lazy: bool
     #: how often the entry's restart policy brought its session back
     restarts: int = 0
+    #: the errors of the restart under way ("restarting": the death, then each failed
+    #: attempt) or of the run that gave up ("failed"), oldest first
+    reasons: tuple[BaseException, ...] = ()
+
+    def __post_init__(self) -> None:
+        # The host passes ``restarts_of(session)``: a RestartCount that also knows whether
+        # a restart is under way (the entry itself stays "ready" while it runs).
+        count = self.restarts
+        if isinstance(count, RestartCount):
+            if count.phase == RESTARTING and self.state == READY:
+                object.__setattr__(self, "state", RESTARTING)
+            if count.reasons and not self.reasons:
+                object.__setattr__(self, "reasons", count.reasons)
+            object.__setattr__(self, "restarts", int(count))
+        if not self.reasons and isinstance(self.error, RestartLimitReached):
+            object.__setattr__(self, "reasons", tuple(self.error.reasons))
 
     @property
     def ok(self) -> bool:

@@ -162,8 +162,13 @@ class Reaper:
             log.warning("mcpsync: no reaper (%s): a killed host may leave server children", exc)
             return
         os.close(read)
+        assert starter.stdout is not None
         try:
-            line, _ = starter.communicate(timeout=10.0)  # the starter exits at once
+            # the starter prints the reaper's pid and exits at once: waiting for the exit
+            # (not for EOF first) keeps its zombie's moment short
+            ready, _, _ = select.select([starter.stdout], [], [], 10.0)
+            line = starter.stdout.readline() if ready else b""
+            starter.wait(timeout=10.0)
             pid = int(line.strip())
         except (subprocess.TimeoutExpired, ValueError):
             starter.kill()
@@ -171,6 +176,8 @@ class Reaper:
             os.close(write)
             log.warning("mcpsync: the reaper did not start: a killed host may leave children")
             return
+        finally:
+            starter.stdout.close()
         os.set_blocking(write, False)
         self._fd, self._pid = write, pid
         if self._groups:
