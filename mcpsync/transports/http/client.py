@@ -414,14 +414,20 @@ class HTTPClient:
         state: dict[str, Any] = {}
         for resends in range(auth.max_resends + 1):
             added = auth.request_headers(method, target.url, state)
-            sent = {**headers, **added} if added else headers
+            base: Mapping[str, str]
+            extra: Mapping[str, str] | None
+            if added and any(name in headers for name in added):
+                base, extra = {**headers, **added}, None  # the auth's value replaces the caller's
+            else:
+                base, extra = headers, added  # the pool caches the head of ``headers`` alone
             response = pool.urlopen(
                 method,
                 target.path,
-                sent,
+                base,
                 body,
                 read_timeout,
                 partial(auth.request_sent, method, target.url, state),
+                extra,
             )
             status = response.status
             if status != 401 and status != 403 and response.headers.get("dpop-nonce") is None:

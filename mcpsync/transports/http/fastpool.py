@@ -2,9 +2,21 @@
 
 Owns: ``_FastPool`` (one origin, HTTP or HTTPS, TLS set up as requests would), the
 response object it returns (``_FastReply``: gzip/deflate, connection given back once read),
-stale-socket detection, headers and a small body in one write (``_OneWrite``), and
-``_Buffered`` (a response over content a hook already read).
+stale-socket detection, the request head (built and validated by ``http.client`` once per
+distinct set of headers, then taken from the pool's cache) sent with a small body in one
+write (``_Conn``), and ``_Buffered`` (a response over content a hook already read).
 Measured: ``requests.Session.post`` or urllib3 cost more per call than the whole exchange.
+
+Many threads on one pool: each caller takes its own connection, writes its request and
+reads its own reply on it (no thread hop, no lock: the idle deque is thread-safe). What
+costs with several threads is every release of the GIL: a thread that releases it for a
+system call that returns at once wakes a thread waiting for it, for nothing. So on Linux a
+plain-HTTP connection is a blocking socket whose read and write timeouts are the kernel's
+(``SO_RCVTIMEO``/``SO_SNDTIMEO``): one ``send`` and one ``recv`` per call, without the
+``poll`` that Python puts before each operation on a socket with a timeout; and an idle
+connection is checked with ``TCP_INFO`` (state, bytes received since it was put back),
+which does not release the GIL, rather than with ``poll``. (TLS keeps Python's timeouts:
+its reads on a blocking socket would retry a kernel timeout for ever.)
 """
 
 from __future__ import annotations
@@ -16,6 +28,8 @@ import os
 import select
 import socket
 import ssl
+import struct
+import sys
 import zlib
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -24,7 +38,7 @@ import requests
 
 from .fastresponse import FastResponse
 
-__all__ = ["_FastPool", "_FastReply", "_Buffered", "_ConnectTimeout"]
+__all__ = ["_FastPool", "_FastReply", "_Buffered", "_ConnectTimeout", "_Conn"]
 
 
 class _Buffered:
@@ -65,14 +79,12 @@ class _FastReply:
         "_decoder",
     )
 
-    def __init__(
-        self, response: http.client.HTTPResponse, conn: http.client.HTTPConnection, pool: _FastPool
-    ) -> None:
+    def __init__(self, response: http.client.HTTPResponse, conn: _Conn, pool: _FastPool) -> None:
         self.status = response.status
         self.headers = response.msg  # case-insensitive get()
         self._response = response
         self._original_response = response  # for requests' cookie extraction
-        self._conn: http.client.HTTPConnection | None = conn
+        self._conn: _Conn | None = conn
         self._pool = pool
         encoding = response.msg.get("content-encoding", "").strip().lower()
         self._decoder = None
@@ -82,7 +94,7 @@ class _FastReply:
             self._decoder = zlib.decompressobj()
 
     @property
-    def connection(self) -> http.client.HTTPConnection | None:
+    def connection(self) -> _Conn | None:
         return self._conn
 
     def read(self, amt: int | None = None, decode_content: bool = True) -> bytes:
@@ -139,20 +151,24 @@ class _FastPool:
         self.scheme, self.host, self.port = origin
         self.connect_timeout = connect_timeout
         self.maxsize = maxsize
-        self._idle: collections.deque[http.client.HTTPConnection] = collections.deque()
+        self._idle: collections.deque[_Conn] = collections.deque()
         self.closed = False
         self._context: ssl.SSLContext | None = None
         if self.scheme == "https":
             self._context = _ssl_context(verify, cert)
+        #: plain HTTP on Linux: kernel timeouts on blocking sockets, TCP_INFO checks
+        self._kernel = self._context is None and _TCP_INFO is not None
+        #: request heads by (method, path, header items): built by http.client once
+        self._heads: dict[tuple[Any, ...], bytes] = {}
 
-    def _new(self) -> http.client.HTTPConnection:
+    def _new(self) -> _Conn:
         if self._context is not None:
             return _HTTPSConnection(
                 self.host, self.port, timeout=self.connect_timeout, context=self._context
             )
-        return _HTTPConnection(self.host, self.port, timeout=self.connect_timeout)
+        return _Conn(self.host, self.port, timeout=self.connect_timeout)
 
-    def get(self) -> http.client.HTTPConnection:
+    def get(self) -> _Conn:
         idle = self._idle
         while True:
             try:
@@ -160,12 +176,16 @@ class _FastPool:
             except IndexError:
                 return self._new()
             sock = conn.sock
-            if sock is not None and not _readable(sock):
+            if sock is not None and not (
+                _stale(sock, conn.received) if conn.kernel else _readable(sock)
+            ):
                 return conn
             conn.close()  # the server closed it (or sent junk) while idle
 
-    def put(self, conn: http.client.HTTPConnection) -> None:
+    def put(self, conn: _Conn) -> None:
         if not self.closed and len(self._idle) < self.maxsize:
+            if conn.kernel and conn.sock is not None:
+                conn.received = _received(conn.sock)
             self._idle.append(conn)
             if self.closed:  # close() ran meanwhile: do not keep it
                 self.close()
@@ -180,9 +200,11 @@ class _FastPool:
         body: bytes | None,
         read_timeout: float | None,
         on_sent: Callable[[], None] | None = None,
+        extra: Mapping[str, str] | None = None,
     ) -> _FastReply:
         """One request on a pooled connection; ``on_sent`` runs once it is written, before
-        its reply is read."""
+        its reply is read. ``extra``: headers of this request only (credentials: never
+        cached), after ``headers``."""
         conn = self.get()
         try:
             if conn.sock is None:
@@ -190,10 +212,13 @@ class _FastPool:
                     conn.connect()  # bounded by connect_timeout
                 except TimeoutError as exc:
                     raise _ConnectTimeout() from exc
-            if conn.timeout != read_timeout:
-                conn.timeout = read_timeout
-                conn.sock.settimeout(read_timeout)
-            conn.request(method, path, body, headers)
+                conn.kernel = self._kernel
+            if conn.applied != read_timeout:
+                conn.apply_timeout(read_timeout)
+            try:
+                self._send(conn, method, path, headers, body, extra)
+            except BlockingIOError as exc:  # SO_SNDTIMEO: the server does not read
+                raise TimeoutError("timed out") from exc
             if _QUICKACK is not None:
                 # ACK the reply at once: a server without TCP_NODELAY that writes headers
                 # and body separately would otherwise stall ~40 ms on our delayed ACK.
@@ -205,6 +230,36 @@ class _FastPool:
             conn.close()
             raise
         return _FastReply(response, conn, self)
+
+    def _send(
+        self,
+        conn: _Conn,
+        method: str,
+        path: str,
+        headers: Mapping[str, str],
+        body: bytes | None,
+        extra: Mapping[str, str] | None,
+    ) -> None:
+        """The request on ``conn``: its head from the cache (built on a miss), then the body."""
+        heads = self._heads
+        try:
+            key: tuple[Any, ...] | None = (method, path, *headers.items())
+            head = heads.get(key)  # type: ignore[arg-type]
+        except TypeError:  # a value that does not hash: no caching
+            key, head = None, None
+        if head is None:
+            head = conn.build_head(method, path, headers)
+            if head is None:  # Content-Length or Transfer-Encoding of the caller's
+                all_headers = {**headers, **extra} if extra else headers
+                conn.request(method, path, body, all_headers)
+                return
+            if key is not None:
+                if len(heads) >= _HEADS:
+                    heads.clear()
+                heads[key] = head
+        if extra:
+            head += conn.build_fields(extra)
+        conn.send_request(method, head, body)
 
     def close(self) -> None:
         self.closed = True
@@ -218,35 +273,131 @@ class _FastPool:
 _QUICKACK: int | None = getattr(socket, "TCP_QUICKACK", None)  # Linux only
 #: a body up to this size goes out in the same write as the headers
 _ONE_WRITE = 64 * 1024
+#: request heads a pool keeps (distinct header sets: a handful per session)
+_HEADS = 64
+_TCP_INFO: int | None = getattr(socket, "TCP_INFO", None) if sys.platform == "linux" else None
+_TCP_ESTABLISHED = 1
+#: struct tcp_info up to tcpi_bytes_received (Linux >= 4.1), which is at offset 128
+_INFO_LEN = 136
+_BODY_METHODS = frozenset(("POST", "PUT", "PATCH"))
+_CS_IDLE = http.client._CS_IDLE  # type: ignore[attr-defined]
+_CS_REQ_STARTED = http.client._CS_REQ_STARTED  # type: ignore[attr-defined]
+_CS_REQ_SENT = http.client._CS_REQ_SENT  # type: ignore[attr-defined]
+_UNSET = object()
 
 
-class _OneWrite:
-    """Headers and a small body in one ``send``: ``http.client`` writes them separately,
-    two system calls and two TCP segments per request (the server wakes for each)."""
+class _Conn(http.client.HTTPConnection):
+    """An ``http.client`` connection of the fast pool (plain HTTP; ``_HTTPSConnection``:
+    TLS). Adds: the request head built once and sent with a small body in one ``send``
+    (``http.client`` writes them apart: two system calls and two TCP segments per
+    request, the server woken for each), and the kernel's timeouts (see the module doc)."""
 
-    _buffer: list[bytes]
-    send: Any
-
-    def _send_output(self, message_body: Any = None, encode_chunked: bool = False) -> None:
-        if type(message_body) is bytes and len(message_body) <= _ONE_WRITE and not encode_chunked:
-            self._buffer.extend((b"", b""))
-            data = b"\r\n".join(self._buffer) + message_body
-            del self._buffer[:]
-            self.send(data)
-            return
-        super()._send_output(message_body, encode_chunked)  # type: ignore[misc]
-
-
-class _HTTPConnection(_OneWrite, http.client.HTTPConnection):
     response_class = FastResponse  # the header fields without email.parser (fastresponse)
+    #: the read timeout set on the socket (``_UNSET``: none yet)
+    applied: object = _UNSET
+    #: a blocking socket with kernel timeouts, checked with TCP_INFO when idle
+    kernel = False
+    #: tcpi_bytes_received when the connection was put back in the pool
+    received = -1
+
+    def apply_timeout(self, timeout: float | None) -> None:
+        sock = self.sock
+        if self.kernel:
+            sock.settimeout(None)  # blocking: no poll before each send and recv
+            seconds = 0.0 if timeout is None else max(timeout, 1e-6)  # 0: no limit
+            whole = int(seconds)
+            value = struct.pack("@ll", whole, int((seconds - whole) * 1e6))
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, value)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, value)
+        else:
+            sock.settimeout(timeout)
+        self.timeout = timeout
+        self.applied = timeout
+
+    def build_head(self, method: str, path: str, headers: Mapping[str, str]) -> bytes | None:
+        """The request line and fields as ``request()`` would send them, validated by
+        ``http.client`` (Host and Accept-Encoding unless given), up to the framing; None
+        when the caller sets the framing (Content-Length, Transfer-Encoding) itself."""
+        names = {name.lower() for name in headers}
+        if "content-length" in names or "transfer-encoding" in names:
+            return None
+        self.putrequest(
+            method, path, skip_host="host" in names, skip_accept_encoding="accept-encoding" in names
+        )
+        try:
+            for name, value in headers.items():
+                self.putheader(name, value)
+            return b"\r\n".join(self._buffer) + b"\r\n"  # type: ignore[attr-defined]
+        finally:
+            self._reset()
+
+    def build_fields(self, headers: Mapping[str, str]) -> bytes:
+        """Header fields validated and encoded by ``http.client``'s ``putheader``."""
+        self._HTTPConnection__state = _CS_REQ_STARTED
+        try:
+            for name, value in headers.items():
+                self.putheader(name, value)
+            return b"".join(line + b"\r\n" for line in self._buffer)  # type: ignore[attr-defined]
+        finally:
+            self._reset()
+
+    def _reset(self) -> None:
+        del self._buffer[:]  # type: ignore[attr-defined]
+        self._HTTPConnection__state = _CS_IDLE
+
+    def send_request(self, method: str, head: bytes, body: bytes | None) -> None:
+        """Send a request whose ``head`` came from ``build_head``; then ``getresponse()``."""
+        previous = self._HTTPConnection__response
+        if previous is not None and previous.isclosed():
+            self._HTTPConnection__response = previous = None
+        if self._HTTPConnection__state != _CS_IDLE:
+            raise http.client.CannotSendRequest(self._HTTPConnection__state)
+        self._method = method
+        self._HTTPConnection__state = _CS_REQ_SENT
+        sock = self.sock
+        if body is None:
+            sock.sendall(
+                head + (b"Content-Length: 0\r\n\r\n" if method in _BODY_METHODS else b"\r\n")
+            )
+        elif len(body) <= _ONE_WRITE:
+            sock.sendall(b"%sContent-Length: %d\r\n\r\n%s" % (head, len(body), body))
+        else:
+            sock.sendall(b"%sContent-Length: %d\r\n\r\n" % (head, len(body)))
+            sock.sendall(body)
+
+    _HTTPConnection__state: str
+    _HTTPConnection__response: http.client.HTTPResponse | None
 
 
-class _HTTPSConnection(_OneWrite, http.client.HTTPSConnection):
-    response_class = FastResponse
+class _HTTPSConnection(_Conn, http.client.HTTPSConnection):
+    pass
 
 
 class _ConnectTimeout(TimeoutError):
     """Connecting (not reading) timed out."""
+
+
+def _received(sock: socket.socket) -> int:
+    """tcpi_bytes_received of ``sock`` (-1 when the kernel does not say)."""
+    try:
+        info = sock.getsockopt(socket.IPPROTO_TCP, _TCP_INFO, _INFO_LEN)  # type: ignore[arg-type]
+    except (OSError, ValueError):
+        return -1
+    return int.from_bytes(info[128:136], sys.byteorder) if len(info) >= _INFO_LEN else -1
+
+
+def _stale(sock: socket.socket, received: int) -> bool:
+    """``_readable`` without releasing the GIL (Linux, plain TCP): True if the peer closed
+    the connection (state no longer ESTABLISHED) or sent something while it was idle."""
+    try:
+        info = sock.getsockopt(socket.IPPROTO_TCP, _TCP_INFO, _INFO_LEN)  # type: ignore[arg-type]
+    except (OSError, ValueError):
+        return True
+    if not info or info[0] != _TCP_ESTABLISHED:
+        return True
+    if received < 0 or len(info) < _INFO_LEN:
+        return _readable(sock)  # an old kernel: ask poll
+    return int.from_bytes(info[128:136], sys.byteorder) != received
 
 
 def _readable(sock: socket.socket) -> bool:

@@ -9,13 +9,21 @@ as sent, the value without its leading blanks and line end), so ``get``, ``get_a
 ``items`` and cookie extraction read them as before. A head this parser does not take
 as plainly well-formed (a folded continuation line, a line that is no ``name: value``
 field) is parsed by ``email`` exactly as ``http.client`` would. Used by ``fastpool``.
+
+Also owns reading a socket whose read timeout is the kernel's (``SO_RCVTIMEO`` on a
+blocking socket, see ``fastpool``): Python's socket file takes the ``EAGAIN`` that ends
+such a wait for "no data yet" and returns nothing, which ``http.client`` would read as
+the server closing; here it is a timeout, as on a socket with Python's own timeout.
 """
 
 from __future__ import annotations
 
 import email.parser
 import http.client
+import io
 import re
+import socket
+from typing import Any
 
 __all__ = ["FastResponse", "parse_head"]
 
@@ -46,8 +54,41 @@ def _email_head(lines: list[bytes]) -> http.client.HTTPMessage:
     return parsed  # type: ignore[return-value]
 
 
+class _TimedSocketIO(socket.SocketIO):
+    """A socket's raw reader where ``EAGAIN`` (a kernel timeout) raises ``TimeoutError``."""
+
+    def readinto(self, b: Any) -> int | None:
+        count = super().readinto(b)
+        if count is None:  # EAGAIN: never "no data yet" on a blocking socket
+            self._timeout_occurred = True  # as SocketIO marks a timeout
+            raise TimeoutError("timed out")
+        return count
+
+
+class _Reader:
+    """What ``HTTPResponse`` takes its file from: ``makefile`` as ``socket.makefile("rb")``
+    makes it, over ``_TimedSocketIO``."""
+
+    __slots__ = ("sock",)
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+
+    def makefile(self, mode: str) -> io.BufferedReader:
+        sock = self.sock
+        raw = _TimedSocketIO(sock, "rb")
+        sock._io_refs += 1  # type: ignore[attr-defined]  # socket.makefile's count: close waits for it
+        return io.BufferedReader(raw, io.DEFAULT_BUFFER_SIZE)
+
+
 class FastResponse(http.client.HTTPResponse):
     """``http.client.HTTPResponse`` with the header fields read by ``parse_head``."""
+
+    def __init__(
+        self, sock: Any, debuglevel: int = 0, method: str | None = None, url: str | None = None
+    ) -> None:
+        reader = _Reader(sock) if isinstance(sock, socket.socket) else sock
+        super().__init__(reader, debuglevel, method, url)  # type: ignore[arg-type]
 
     def begin(self) -> None:
         if self.headers is not None:
