@@ -25,15 +25,16 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
+from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 from . import _bringup, _lifecycle, _typed
 from ._forksafe import own_session
 from ._guard import Guard, is_death
 from ._restart_policy import RestartEvent, RestartPolicy, words
+from ._tasks import pick_up
 from .connection import CLOSE_TIMEOUT, DEFAULT, Connection, Default, join_until
 from .errors import (
-    CapabilityError,
     ConfigError,
     HTTPStatusError,
     MCPSyncError,
@@ -44,8 +45,7 @@ from .errors import (
     SessionExpired,
     TransportError,
 )
-from .protocol import CallOptions, Era, settle
-from .protocol.modern import ModernEra, ModernFuture
+from .protocol import Era
 from .transports.base import Transport
 
 if TYPE_CHECKING:
@@ -545,30 +545,10 @@ class Restarts:
             raise _lifecycle.error(self)
         self._restart.in_child()
 
-    def task(self, task_id: str, *, timeout: float | None | Default = DEFAULT) -> ModernFuture:
-        """Pick up the task ``task_id`` (tasks extension, 2026-07-28 era) made by this
-        session before a restart, or by another process: a ``ModernFuture`` that polls
-        ``tasks/get`` until the task ends and resolves to its ``CallToolResult``
-        (``cancel()`` sends ``tasks/cancel``). ``timeout`` bounds each poll."""
-        era = self._era.inner if isinstance(self._era, Guard) else self._era
-        if not isinstance(era, ModernEra) or not era.envelope.tasks:
-            raise CapabilityError(
-                f"{self.name!r} did not agree to the tasks extension (2026-07-28 era); "
-                "there is no task to pick up"
-            )
-        handle = ModernFuture(era, "tools/call")
-        handle._set_task_id(task_id)
-        opts = CallOptions.of(timeout)
-
-        def follow() -> None:
-            try:
-                first = era.tasks.get(task_id, opts.only_timeout())
-                raw = era.tasks.run(first, opts, handle._cancel_requested)
-                value = _typed.tool_result(None, raw)
-            except BaseException as exc:  # noqa: BLE001 - delivered through the future
-                settle(handle, exc)
-            else:
-                settle(handle, None, value)
-
-        threading.Thread(target=follow, name=f"mcpsync-task[{self.name}]", daemon=True).start()
-        return handle
+    def task(self, task_id: str, *, timeout: float | None | Default = DEFAULT) -> Future[Any]:
+        """Pick up the task ``task_id`` made by this session before a restart, or by another
+        process (2026-07-28 tasks extension; 2025-11-25 tasks, ``tasks/result``): a future
+        that follows it until it ends and resolves to its ``CallToolResult`` (``cancel()``
+        sends ``tasks/cancel``; ``task_id`` names it). ``timeout`` bounds each request.
+        ``CapabilityError`` when the server agreed to no tasks. See ``mcpsync._tasks``."""
+        return pick_up(self, task_id, timeout)
