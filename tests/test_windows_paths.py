@@ -292,3 +292,16 @@ def test_posix_spawn_keeps_its_own_session_and_no_windows_flags(
     assert args == [sys.executable, "-V"]
     assert kwargs["start_new_session"] is True and "creationflags" not in kwargs
     assert watched == [4242]  # its own group, given to the reaper
+
+
+def test_no_reaper_on_windows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The job object ends the tree there: the POSIX reaper (a /bin/sh) is never started."""
+    from mcpsync.transports import reaper
+
+    monkeypatch.setattr(os, "name", "nt")
+    monkeypatch.setenv("MCPSYNC_REAPER", "on")
+    assert reaper.enabled() is False
+    mine = reaper.Reaper()
+    monkeypatch.setattr(reaper, "REAPER", mine)
+    reaper.watch(4242)  # what spawn() would call: nothing happens
+    assert mine.pid is None and mine.watched() == frozenset()
