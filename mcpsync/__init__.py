@@ -12,12 +12,12 @@ blocking API) -> ``host`` (many servers) -> ``cli``.
 
 from typing import TYPE_CHECKING
 
-# Eager: what ``Session.connect`` and the calls need anyway. Everything else (the host, the
-# config reader, the renderers, the handlers, Server Cards, the smoke runner, the adapters)
-# loads on first use through ``__getattr__`` below: ``import mcpsync`` stays cheap.
-from ._restart import RestartEvent, RestartPolicy
+# Eager: the version and the errors, nothing else. Every other public name loads on first
+# use through ``__getattr__`` below (PEP 562): ``mcpsync.Session`` the session layer (what
+# connect and the calls need, no more), ``mcpsync.Host`` the host, ``mcpsync.display`` the
+# renderers ... So a process that imports the package for something else (``python -m
+# mcpsync.demo_server``, the pytest plugin every pytest run loads) pays ~1 ms, not ~25.
 from ._version import __version__ as __version__
-from .connection import Progress
 from .errors import (
     AuthError,
     CapabilityError,
@@ -38,8 +38,6 @@ from .errors import (
     VersionMismatch,
     WriteTimeout,
 )
-from .filters import ToolExcluded
-from .session import Session
 
 __all__ = [
     "Session",
@@ -92,6 +90,7 @@ if TYPE_CHECKING:
     from . import adapters as adapters
     from . import display as display
     from . import handlers as handlers
+    from ._restart import RestartEvent, RestartPolicy
     from .cards import server_card as server_card
     from .cards import server_cards as server_cards
     from .config import (
@@ -105,14 +104,28 @@ if TYPE_CHECKING:
         oauth_for_entry,
         parse_entry,
     )
+    from .connection import Progress
+    from .filters import ToolExcluded
     from .host import ConsentDenied, Host, HostTool, ServerStatus, UnknownTool, ask_on_terminal
+    from .session import Session
     from .smoke import smoke as smoke
 
 #: the names loaded on first use -> the submodule that has them (None: the name is a submodule)
 _LAZY: dict[str, str | None] = {
-    "display": None,
-    "handlers": None,
+    "Session": ".session",
+    "Progress": ".connection",
+    "RestartPolicy": "._restart",
+    "RestartEvent": "._restart",
+    "ToolExcluded": ".filters",
     "adapters": None,  # the LLM provider adapters (mcpsync/adapters/)
+    # the submodules ``import mcpsync`` loaded before these names were lazy: after a bare
+    # ``import mcpsync``, ``mcpsync.config.load_config(...)`` and the like keep working
+    **dict.fromkeys(
+        ("config", "connection", "display", "filters", "handlers", "host", "jsonrpc", "protocol",
+         "session", "skills", "transports", "versions", "_bringup", "_calls", "_catalog",
+         "_dispatch", "_forksafe", "_guard", "_lifecycle", "_offer", "_restart",
+         "_restart_policy", "_served", "_serverlog", "_shared", "_tls", "_typed"),
+    ),
     "smoke": ".smoke",
     "server_card": ".cards",  # Server Cards need requests
     "server_cards": ".cards",

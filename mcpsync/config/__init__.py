@@ -88,12 +88,18 @@ _WHERE = {
 }  # fmt: skip
 
 
+#: the submodules this package loaded at import before its names were lazy
+_SUBMODULES = frozenset(("entries", "expand", "jsonc", "load", "names", "parse"))
+
+
 def __getattr__(name: str) -> object:
+    import importlib
+
+    if name in _SUBMODULES:
+        return importlib.import_module(f".{name}", __name__)  # now an attribute of the package
     where = _WHERE.get(name)
     if where is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
     value = getattr(importlib.import_module(where, __name__), name)
     globals()[name] = value
     return value
