@@ -328,13 +328,14 @@ class PipeReader:
         if not chunk:
             self._on_eof()
             return
-        if (
-            chunk[-1] == 10
-            and not self._parts
-            and not self._discarding
-            and chunk.find(b"\n") == len(chunk) - 1
-        ):
-            self._deliver_line(chunk)  # exactly one whole line: the common case
+        if chunk[-1] == 10 and not self._parts and not self._discarding:
+            # whole lines only (_deliver_line holds each to the size cap, as _feed does)
+            if chunk.find(b"\n") == len(chunk) - 1:
+                self._deliver_line(chunk)  # exactly one: the sequential case
+            else:
+                deliver = self._deliver_line  # several: many threads' replies at once
+                for line in chunk.split(b"\n")[:-1]:
+                    deliver(line)
         else:
             self._feed(chunk)
         if self._parked:
