@@ -87,22 +87,24 @@ HOST = textwrap.dedent(
 )
 
 
-def _env(method: str) -> dict[str, str]:
+def _env(method: str, reaper: str = "off") -> dict[str, str]:
     env = dict(os.environ)
     env["MCPSYNC_PDEATHSIG"] = method
-    # the parent-death signal alone (the reaper, which ends whole groups, has its own
-    # tests: tests/test_orphans_tree.py)
-    env["MCPSYNC_REAPER"] = "off"
+    # by default the parent-death signal alone (the reaper, which ends whole groups, has
+    # its own tests: tests/test_orphans_tree.py)
+    env["MCPSYNC_REAPER"] = reaper
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     return env
 
 
-def _start_host(method: str, *args: str) -> tuple[subprocess.Popen[str], list[int]]:
+def _start_host(
+    method: str, *args: str, reaper: str = "off"
+) -> tuple[subprocess.Popen[str], list[int]]:
     proc = subprocess.Popen(
         [sys.executable, "-c", HOST, *args],
         stdout=subprocess.PIPE,
         text=True,
-        env=_env(method),
+        env=_env(method, reaper),
         cwd=str(ROOT),
     )
     assert proc.stdout is not None
@@ -192,7 +194,9 @@ def test_interpreter_exit_closes_open_sessions(tmp_path: Path, restart: bool) ->
     """The host exits without close(): every server saw stdin EOF and exited cleanly; with
     a restart policy, the exit's EOF is not taken for a crash (no server starts again)."""
     flags = ["--restart"] if restart else []
-    host, pids = _start_host(spawn.method(), MARKING, str(tmp_path), *flags, "--exit")
+    # as users run it: the reaper on (the closed sessions' groups were forgotten: it
+    # signals nothing when the host's exit closes its pipe)
+    host, pids = _start_host(spawn.method(), MARKING, str(tmp_path), *flags, "--exit", reaper="on")
     try:
         assert host.wait(WAIT) == 0
         alive, _ = _gone_within(pids, 2.0)
