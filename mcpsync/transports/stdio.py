@@ -31,6 +31,7 @@ Writes combine: a sender queues its message; the thread that gets the write lock
 that is queued, in order, in one ``write()``, and looks again after it let go of the lock (a
 sender that found the lock taken left at once: its message is that writer's to write). So
 8 threads calling at once make a fraction of a write each, and never sleep on the lock.
+Messages over ``_COMBINE_BYTES`` are written by their own sender (waiting for the lock).
 Writes are bounded: stdin is non-blocking; a write that does not fit waits in ``poll()``
 for at most the request's timeout (``write_timeout`` for messages without one). A message
 left half-written by a timeout is finished by the next write before anything else, so the
@@ -75,6 +76,9 @@ log = logging.getLogger("mcpsync.stdio")
 
 #: a message queued for writing: its bytes, and its id when it is a request of ours
 _Out = tuple[bytes, Any]
+#: messages up to this size combine; a bigger one is written by its own sender (which may
+#: wait for the pipe), so a writer never waits on another caller's big message
+_COMBINE_BYTES = 16 * 1024
 
 
 class StdioTransport(ChildProcess, PipeReader, LineFramer, Transport):
@@ -224,11 +228,22 @@ class StdioTransport(ChildProcess, PipeReader, LineFramer, Transport):
         # Writes combine (see the module docstring): the message is queued, and the thread
         # holding the write lock writes everything queued, in order, in one write.
         mine = (data, message.get("id") if "method" in message else None)
-        self._out.append(mine)
+        bound = self.write_timeout if timeout is None else timeout
+        lock = self._write_lock
         try:
-            if self._write_lock.acquire(False):
-                self._write_out(mine, self.write_timeout if timeout is None else timeout, main)
-            # else a writer is at work: it writes this message too, or fails its call
+            if len(data) <= _COMBINE_BYTES:
+                self._out.append(mine)
+                if lock.acquire(False):
+                    self._write_out(mine, bound, main)
+                # else a writer is at work: it writes this message too, or fails its call
+            else:  # a big one is written by its own sender: no other caller waits on it
+                if not lock.acquire(False) and not lock.acquire(timeout=max(bound, 0.0)):
+                    raise WriteTimeout(
+                        f"server {self.name!r} did not read its stdin within {bound:g} s "
+                        "(another write is still waiting)"
+                    )
+                self._out.append(mine)  # behind what was queued before: order is kept
+                self._write_out(mine, bound, main)
         finally:
             if main:
                 guard.depth -= 1
@@ -240,22 +255,30 @@ class StdioTransport(ChildProcess, PipeReader, LineFramer, Transport):
         """Write what is queued (the write lock is held; released here). What others queue
         meanwhile is this thread's to write too: they found the lock taken and left."""
         lock, queue = self._write_lock, self._out
+        first = True  # until this thread's own message went out: its errors are this call's
         while True:
             dead: ServerExited | None = None
             try:
                 if self._shut:
+                    if not first:
+                        return  # closing: what is still queued fails with the session
                     raise TransportError(f"stdio transport to {self.name!r} is closed")
                 self._last_send = time.monotonic()  # the caller will read the reply itself
                 stalled = self._flush_out(mine, bound, main)
             except (BrokenPipeError, ValueError, OSError) as exc:
-                if isinstance(exc, TransportError):
+                if isinstance(exc, TransportError):  # closing (the stop pipe), or ours timed out
+                    if not first:
+                        return
                     raise
                 dead = self._exit_error("server stopped reading its stdin")
+                if not first:
+                    return  # (finally: the session ends; this call fails with the others)
                 raise dead from exc
             finally:
                 lock.release()
                 if dead is not None:  # nothing can be sent any more: the session ends now,
                     self._report_close(dead)  # not when the reader gets to the EOF
+            first = False
             # Queued after the last look but before the release: look again (a writer that
             # took the lock in between writes it).
             if stalled or not queue or not lock.acquire(False):
