@@ -281,9 +281,11 @@ _TCP_ESTABLISHED = 1
 _INFO_LEN = 136
 _BODY_METHODS = frozenset(("POST", "PUT", "PATCH"))
 _CS_IDLE = http.client._CS_IDLE  # type: ignore[attr-defined]
-_CS_REQ_STARTED = http.client._CS_REQ_STARTED  # type: ignore[attr-defined]
 _CS_REQ_SENT = http.client._CS_REQ_SENT  # type: ignore[attr-defined]
 _UNSET = object()
+#: http.client's own checks of a header field (putheader's)
+_legal_name: Callable[[bytes], Any] = http.client._is_legal_header_name  # type: ignore[attr-defined]
+_illegal_value: Callable[[bytes], Any] = http.client._is_illegal_header_value  # type: ignore[attr-defined]
 
 
 class _Conn(http.client.HTTPConnection):
@@ -332,14 +334,19 @@ class _Conn(http.client.HTTPConnection):
             self._reset()
 
     def build_fields(self, headers: Mapping[str, str]) -> bytes:
-        """Header fields validated and encoded by ``http.client``'s ``putheader``."""
-        self._HTTPConnection__state = _CS_REQ_STARTED
-        try:
-            for name, value in headers.items():
-                self.putheader(name, value)
-            return b"".join(line + b"\r\n" for line in self._buffer)  # type: ignore[attr-defined]
-        finally:
-            self._reset()
+        """Header fields checked as ``putheader`` checks them, encoded the same way; the
+        error names the field, never its value (a credential, for the auth's fields)."""
+        lines = []
+        for name, value in headers.items():
+            if type(name) is not str or type(value) is not str:
+                raise TypeError(f"header {name!r}: names and values must be strings")
+            raw_name, raw_value = name.encode("ascii"), value.encode("latin-1")
+            if _legal_name(raw_name) is None:
+                raise ValueError(f"invalid header name {name!r}")
+            if _illegal_value(raw_value) is not None:
+                raise ValueError(f"invalid value for header {name!r} (a line break)")
+            lines.append(b"%s: %s\r\n" % (raw_name, raw_value))
+        return b"".join(lines)
 
     def _reset(self) -> None:
         del self._buffer[:]  # type: ignore[attr-defined]
