@@ -350,3 +350,31 @@ def test_eight_threads_on_one_pool_each_read_their_own_reply(raw):
     pool.close()
     assert errors == [] and len(server.heads) == 800
     assert len(set(server.ports)) <= 8  # connections reused, at most one per thread at once
+
+
+def test_connection_close_and_chunked_replies_are_read_whole(raw):
+    def handler(conn: socket.socket, head: bytes, body: bytes, index: int) -> bool:
+        if index == 0:  # the body is read after http.client let go of the connection
+            payload = b'{"close": true, "pad": "' + b"p" * 20000 + b'"}'
+            conn.sendall(
+                b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: %d\r\n\r\n" % len(payload)
+            )
+            conn.sendall(payload)
+            return False
+        conn.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+        for piece in (b'{"chunked": ', b"true}"):
+            conn.sendall(b"%x\r\n%s\r\n" % (len(piece), piece))
+        conn.sendall(b"0\r\n\r\n")
+        return True
+
+    server = raw(handler)
+    pool = _pool(server)
+    try:
+        first = pool.urlopen("POST", "/mcp", {}, b"{}", read_timeout=5)
+        assert json.loads(first.read())["close"] is True
+        assert list(pool._idle) == []  # not kept: the server said close
+        second = pool.urlopen("POST", "/mcp", {}, b"{}", read_timeout=5)
+        assert json.loads(second.read()) == {"chunked": True}
+        assert len(pool._idle) == 1 and len(set(server.ports)) == 2
+    finally:
+        pool.close()
