@@ -232,3 +232,42 @@ def test_the_reaper_can_be_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
     assert not reaper.enabled()
     monkeypatch.setenv("MCPSYNC_REAPER", "on")
     assert reaper.enabled() is (os.name == "posix")
+
+
+@posix_only
+def test_a_dead_reaper_never_kills_a_host_that_does_not_ignore_sigpipe() -> None:
+    """Python ignores SIGPIPE; a program embedding it may not. Telling a reaper that was
+    killed must not end the host: the write raises no SIGPIPE (a socket pair, MSG_NOSIGNAL)."""
+    code = textwrap.dedent(
+        """
+        import os, signal, subprocess, time
+        import psutil
+        from mcpsync.transports import reaper
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # as in a C host
+        mine = reaper.Reaper()
+        server = subprocess.Popen(
+            ["sleep", "300"], start_new_session=True, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        mine.watch(server.pid)
+        first = mine.pid
+        os.kill(first, signal.SIGKILL)
+        try:
+            psutil.Process(first).wait(30)
+        except psutil.NoSuchProcess:
+            pass
+        mine.forget(server.pid)  # a write to the dead reaper
+        mine.watch(server.pid)  # and another, which starts a new one
+        print("alive", mine.pid not in (None, first), flush=True)
+        mine.forget(server.pid)
+        mine.close()
+        server.kill()
+        server.wait()
+        """
+    )
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env
+    )
+    assert done.returncode == 0, (done.returncode, done.stderr)
+    assert done.stdout.split() == ["alive", "True"]

@@ -8,8 +8,9 @@ Why: the parent-death signal (``spawn.py``) reaches the server process only. A s
 starts its own children (``npx`` -> node, ``sh -c '...'``, ``uv run``) would leave them
 behind when the host is SIGKILLed. Every server already runs in a process group of its own;
 the reaper, started lazily at the first stdio spawn (one per host process, not per server),
-is told each group's id over a pipe whose only writer is the host. When the host dies by
-any means, the kernel closes that pipe; the reaper reads EOF and sends SIGTERM to every
+is told each group's id over a pipe (a Unix socket pair: a write to a dead reaper raises no
+SIGPIPE) whose only writer is the host. When the host dies by any means, the kernel closes
+the host's end; the reaper reads EOF and sends SIGTERM to every
 group it still knows, then SIGKILL to those still there after ``GRACE`` seconds, and exits.
 On a normal exit the sessions are closed first (every group forgotten), so it only exits.
 
@@ -38,6 +39,7 @@ from __future__ import annotations
 import logging
 import os
 import select
+import socket
 import subprocess
 import threading
 
@@ -53,6 +55,10 @@ GRACE = 0.5
 SHELL = "/bin/sh"
 #: bound of writing one message to the reaper (its pipe is practically never full)
 _WRITE_TIMEOUT = 1.0
+#: a write to a reaper that died must not raise SIGPIPE (an embedding program may not
+#: ignore it, as Python does): MSG_NOSIGNAL (Linux) or SO_NOSIGPIPE (macOS, the BSDs)
+_NOSIGNAL = getattr(socket, "MSG_NOSIGNAL", 0)
+_SO_NOSIGPIPE = getattr(socket, "SO_NOSIGPIPE", None)
 
 
 def enabled() -> bool:
@@ -100,10 +106,10 @@ class Reaper:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._fd = -1  # the pipe's write end: the reaper's stdin
+        self._sock: socket.socket | None = None  # our end; the other is the reaper's stdin
         self._pid: int | None = None
         self._groups: set[int] = set()
-        self._inherited: list[int] = []  # a forked child's copies of the parent's pipe
+        self._inherited: list[socket.socket] = []  # a forked child's copies of the parent's
 
     @property
     def pid(self) -> int | None:
@@ -119,7 +125,7 @@ class Reaper:
         """End group ``pgid`` when this process dies (its server was just started)."""
         with self._lock:
             self._groups.add(pgid)
-            if self._fd < 0:
+            if self._sock is None:
                 self._start()  # tells it every group, this one included
             else:
                 self._send(f"+{pgid}\n")
@@ -130,21 +136,22 @@ class Reaper:
             if pgid not in self._groups:
                 return
             self._groups.discard(pgid)
-            if self._fd >= 0:
+            if self._sock is not None:
                 self._send(f"-{pgid}\n")
 
     def close(self) -> None:
         """Close the pipe, as this process's death would: the reaper ends what it knows.
         (Tests; embedders that want the trees ended now.)"""
         with self._lock:
-            fd, self._fd, self._pid = self._fd, -1, None
+            sock, self._sock, self._pid = self._sock, None, None
             self._groups.clear()
-        if fd >= 0:
-            os.close(fd)
+        if sock is not None:
+            sock.close()
 
     def _start(self) -> None:
         """Start the reaper and tell it every group (under the lock)."""
-        read, write = os.pipe()  # both non-inheritable: no server gets the write end
+        ours, theirs = socket.socketpair()  # non-inheritable: no server gets our end
+        read = theirs.detach()
         try:
             script = _SCRIPT.replace("__STEPS__", str(max(1, round(GRACE / 0.05))))
             starter = subprocess.Popen(
@@ -158,7 +165,7 @@ class Reaper:
             )
         except OSError as exc:
             os.close(read)
-            os.close(write)
+            ours.close()
             log.warning("mcpsync: no reaper (%s): a killed host may leave server children", exc)
             return
         os.close(read)
@@ -173,13 +180,15 @@ class Reaper:
         except (subprocess.TimeoutExpired, ValueError):
             starter.kill()
             starter.wait()
-            os.close(write)
+            ours.close()
             log.warning("mcpsync: the reaper did not start: a killed host may leave children")
             return
         finally:
             starter.stdout.close()
-        os.set_blocking(write, False)
-        self._fd, self._pid = write, pid
+        ours.setblocking(False)
+        if _SO_NOSIGPIPE is not None:
+            ours.setsockopt(socket.SOL_SOCKET, _SO_NOSIGPIPE, 1)
+        self._sock, self._pid = ours, pid
         if self._groups:
             self._send("".join(f"+{g}\n" for g in sorted(self._groups)), again=False)
 
@@ -187,18 +196,20 @@ class Reaper:
         """One message to the reaper (under the lock); a reaper that died (killed by
         someone) is started again, once, and told every group."""
         data = text.encode()
+        sock = self._sock
+        assert sock is not None
         try:
             while data:
                 try:
-                    data = data[os.write(self._fd, data) :]
+                    data = data[sock.send(data, _NOSIGNAL) :]
                 except BlockingIOError:
-                    _, ready, _ = select.select([], [self._fd], [], _WRITE_TIMEOUT)
+                    _, ready, _ = select.select([], [sock], [], _WRITE_TIMEOUT)
                     if not ready:
                         raise TimeoutError("the reaper's pipe stayed full") from None
         except OSError as exc:  # BrokenPipeError: it died
             log.warning("mcpsync: the reaper is gone (%s); starting another", exc)
-            os.close(self._fd)
-            self._fd, self._pid = -1, None
+            sock.close()
+            self._sock, self._pid = None, None
             if again:
                 self._start()
 
@@ -207,9 +218,9 @@ class Reaper:
         the parent's groups are not this process's; a reaper of its own comes at its first
         spawn. The inherited pipe is closed by ``_close_inherited``."""
         self._lock = threading.Lock()
-        if self._fd >= 0:
-            self._inherited.append(self._fd)
-        self._fd, self._pid = -1, None
+        if self._sock is not None:
+            self._inherited.append(self._sock)
+        self._sock, self._pid = None, None
         self._groups = set()
 
     def _close_inherited(self) -> None:
@@ -217,10 +228,10 @@ class Reaper:
         parent's death would not reach its reaper while this child lives. (A fork that
         runs no at-fork hook, noticed later, keeps the copy, like its other descriptors.)"""
         self._after_fork_in_child()
-        fds, self._inherited = self._inherited, []
-        for fd in fds:
+        socks, self._inherited = self._inherited, []
+        for sock in socks:
             try:
-                os.close(fd)
+                sock.close()  # this process's descriptor only
             except OSError:
                 pass
 
