@@ -41,6 +41,7 @@ __all__ = [
     "typed_handler",
     "check_schema",
     "tool_result",
+    "plain_tool_result",
     "roots_result",
 ]
 
@@ -302,9 +303,19 @@ def check_schema(instance: Any, schema: dict[str, Any], what: str) -> None:
         ) from None
 
 
+def plain_tool_result(raw: Any) -> Any:
+    """A ``CallToolResult`` of a tool without an ``outputSchema`` (the hot path: one frame
+    less than ``validate``)."""
+    check = _validators.get("CallToolResult") or _validator("CallToolResult")
+    try:
+        return check(raw)
+    except ValueError as exc:  # pydantic's ValidationError is a ValueError
+        raise ProtocolError(f"server sent an invalid CallToolResult: {exc}") from None
+
+
 def tool_result(tool: Any, raw: Any) -> Any:
     """A ``CallToolResult``; checked against the tool's ``outputSchema`` when it has one."""
-    result = validate("CallToolResult", raw)
+    result = plain_tool_result(raw)
     if tool is None or not tool.output_schema or result.is_error:
         return result
     if result.structured_content is None:

@@ -312,12 +312,15 @@ class Connection:
             call.deadline = now + timeout
             call.hard_deadline = now + (max_timeout if max_timeout is not None else 10 * timeout)
             TIMER.schedule(call.deadline)
-        # Mcp-Param-* headers for this request, for transports that take them (HTTP)
-        extra = {"headers": headers} if headers else _NO_EXTRA
         try:
-            self.transport.send(message, timeout=timeout, **extra)
+            if headers:  # Mcp-Param-* headers for this request, for transports that take them
+                self.transport.send(message, timeout=timeout, headers=headers)
+            else:
+                self.transport.send(message, timeout=timeout)
         except BaseException as exc:
-            self._send_failed(exc, message, call, timeout, extra)
+            self._send_failed(
+                exc, message, call, timeout, {"headers": headers} if headers else _NO_EXTRA
+            )
         return call
 
     def _send_failed(

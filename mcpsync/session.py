@@ -382,7 +382,10 @@ class Session(BringUp, Catalog, Skills, Restarts):
             params["arguments"] = dict(arguments)
         if meta:
             params["_meta"] = dict(meta)
-        return params, functools.partial(_typed.tool_result, self._tools.get(name))
+        tool = self._tools.get(name)
+        if tool is None or not tool.output_schema:
+            return params, _typed.plain_tool_result  # nothing to check beyond the model
+        return params, functools.partial(_typed.tool_result, tool)
 
     def submit_call_tool(
         self,

@@ -213,26 +213,37 @@ class PipeReader:
                 guard.install()
             guard.depth += 1
             guard.current = self  # type: ignore[assignment]  # (a stdio transport)
-        waiting = self._waiting
+        waiting, parked, role = self._waiting, self._parked, self._role
         waiting.append(None)  # list.append/pop are atomic: no lock on the hot path
         try:
             while not future.done() and not self._eof and not guard.pending:
-                if self._role.acquire(False):
+                if role.acquire(False):
                     self._role_owner = get_ident()
                     try:
                         if not self._shut:
                             self._read_until(future, deadline)
                     finally:
                         self._role_owner = 0
-                        self._role.release()
-                        if self._parked:
+                        role.release()
+                        if parked:
                             self._wake_parked(hand_over=True)
                     return
                 # Another thread reads; it wakes us when our reply came or it is done.
                 remaining = deadline - time.monotonic()
                 if remaining <= 0 or self._shut:
                     return
-                self._park(future, min(remaining, 0.05))
+                # Park: a bare lock, held, is the signal: the waker releases it, the wait
+                # acquires it. (An Event is a Condition: a lock and a waiter lock more.)
+                signal = allocate_lock()
+                signal.acquire()
+                key = id(signal)
+                parked[key] = (future, signal)
+                try:
+                    # Registered first, then looked: a reader that finishes now will see us.
+                    if role.locked() and not future.done():
+                        signal.acquire(timeout=min(remaining, 0.05))
+                finally:
+                    parked.pop(key, None)
         finally:
             waiting.pop()
             if main:
@@ -269,20 +280,6 @@ class PipeReader:
                 self._read_once()
             if future.done() or self._eof or _GUARD.pending or self._shut:
                 return
-
-    def _park(self, future: Any, timeout: float) -> None:
-        # A bare lock, held, is the signal: the waker releases it, the wait acquires it.
-        # (An Event is a Condition: a lock and a waiter lock more, on both sides.)
-        signal = allocate_lock()
-        signal.acquire()
-        key = id(signal)
-        self._parked[key] = (future, signal)
-        try:
-            # Registered first, then looked: a reader that finishes now will see us.
-            if self._role.locked() and not future.done():
-                signal.acquire(timeout=timeout)
-        finally:
-            self._parked.pop(key, None)
 
     def _wake_parked(self, hand_over: bool = False, everyone: bool = False) -> None:
         """Wake parked callers whose reply came; with ``hand_over`` also one to take the role.
