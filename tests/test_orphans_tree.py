@@ -271,3 +271,25 @@ def test_a_dead_reaper_never_kills_a_host_that_does_not_ignore_sigpipe() -> None
     )
     assert done.returncode == 0, (done.returncode, done.stderr)
     assert done.stdout.split() == ["alive", "True"]
+
+
+@posix_only
+def test_a_crashed_servers_group_is_forgotten_once_it_was_waited_for(no_leaks) -> None:
+    """A server that dies by itself while its session stays open: once it was waited for
+    and its group is empty, the reaper forgets the group (its id may be recycled long
+    before the session is closed)."""
+    session = mcpsync.Session.connect(
+        [sys.executable, "-m", "mcpsync.demo_server"], name="crashing", timeout=20
+    )
+    try:
+        proc = session.transport.process
+        assert proc.pid in reaper.REAPER.watched()
+        os.kill(proc.pid, signal.SIGKILL)
+        with pytest.raises(mcpsync.MCPSyncError):
+            session.call_tool("echo", {"message": "x"})  # sees the death (and waits for it)
+        deadline = time.monotonic() + WAIT
+        while proc.pid in reaper.REAPER.watched() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert proc.returncode is not None and proc.pid not in reaper.REAPER.watched()
+    finally:
+        session.close()

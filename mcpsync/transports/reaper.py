@@ -21,7 +21,8 @@ terminal's Ctrl-C and a SIGHUP do not reach it), started through a shell that ex
 Cost: one spawn of ``sh`` (~1-2 ms) the first time; per server one ``write`` of a few bytes
 at start and one at reaping; nothing per call.
 
-Pids are recycled: a group is forgotten when its server was reaped and its group ended
+Pids are recycled: a group is forgotten as soon as its server was waited for and the group
+is empty (``ServerProcess.wait``/``poll``), or after the ladder ended it
 (``ServerProcess.reaped``), so the reaper never signals a group id the kernel may have
 given to someone else, save in the instant between that and the write. A group id stays
 reserved while any member lives (or the leader is an unreaped zombie). Not covered: a

@@ -78,6 +78,33 @@ class ServerProcess(subprocess.Popen[bytes]):
     #: told the reaper that its group ended
     _forgotten: bool = False
 
+    def poll(self) -> int | None:
+        code = super().poll()
+        if code is not None:
+            self._leader_gone()
+        return code
+
+    def wait(self, timeout: float | None = None) -> int:
+        code = super().wait(timeout)
+        self._leader_gone()
+        return code
+
+    def _leader_gone(self) -> None:
+        """The server was waited for (by anyone: the ladder, an exit report): once its
+        group is empty too, its id may be recycled: the reaper forgets it now, not only at
+        ``reaped()`` (a crashed server's session may stay open for long)."""
+        if self._forgotten or windows.active():
+            return
+        try:
+            os.killpg(self.pid, 0)
+            return  # children of its are still in the group: the id stays reserved
+        except OSError:  # ProcessLookupError: empty; PermissionError: someone else's now
+            pass
+        with _REAP_LOCK:
+            first, self._forgotten = not self._forgotten, True
+        if first:
+            reaper.forget(self.pid)
+
     def reaped(self) -> None:
         """The process has exited and was waited for, and its group ended (POSIX): its
         spawner need not outlive it, the reaper forgets its group, its job is closed.
