@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
@@ -100,3 +101,46 @@ def test_server_everything_task_picked_up_by_id_through_tasks_result(no_leaks):
         assert "Research Report: reapers" in text and result.is_error is not True
         # picked up again once it ended: tasks/result answers at once with the same result
         assert s.task(task_id).result(WAIT).content[0].text == text
+
+
+@pytest.mark.real
+def test_server_everything_input_required_task_answered_through_tasks_result(no_leaks):
+    """An ambiguous research query: the task turns input_required; the server's elicitation
+    comes over the tasks/result stream and the session's handler answers it."""
+    try:
+        argv = everything_stdio_argv()
+    except Exception as exc:  # noqa: BLE001 - LaunchError: the npm peers are missing
+        pytest.skip(str(exc))
+    asked: list[Any] = []
+
+    def elicit(request: Any) -> dict[str, Any]:
+        asked.append(request)
+        return {"action": "accept", "content": {"interpretation": "the language"}}
+
+    with mcpsync.Session.connect(argv, timeout=20, elicitation_handler=elicit) as s:
+        task_id = start_task(s, "simulate-research-query", {"topic": "python", "ambiguous": True})
+        text = s.task(task_id).result(WAIT).content[0].text
+        assert len(asked) == 1 and "Clarification**: the language" in text
+
+
+@pytest.mark.real
+def test_server_everything_task_cancelled_through_the_picked_up_future(no_leaks):
+    try:
+        argv = everything_stdio_argv()
+    except Exception as exc:  # noqa: BLE001 - LaunchError: the npm peers are missing
+        pytest.skip(str(exc))
+    with mcpsync.Session.connect(argv, timeout=20) as s:
+        task_id = start_task(s, "simulate-research-query", {"topic": "cancel me"})
+        picked = s.task(task_id)
+        assert picked.cancel() and picked.cancelled()
+        deadline = time.monotonic() + WAIT
+        status = None
+        while time.monotonic() < deadline:  # tasks/cancel was sent without waiting
+            got = s.connection.wait(s.connection.request("tasks/get", {"taskId": task_id}))
+            status = got["status"]
+            if status == "cancelled":
+                break
+            time.sleep(0.05)
+        assert status == "cancelled"
+        with pytest.raises(mcpsync.RequestCancelled):
+            s.task(task_id).result(WAIT)  # picked up again: it was cancelled
