@@ -146,6 +146,7 @@ def test_status_shows_a_restart_in_progress_then_ready_again(no_leaks, tmp_path:
         assert s.restarting and not row.ok and row.restarts == 0
         assert len(row.reasons) == 1 and isinstance(row.reasons[0], ServerExited)
         assert "restarting" in repr(row)
+        assert host._servers["held"].shown_state == "restarting"  # (for Host.__repr__)
         # a call made now waits for the restart and goes to the new server
         box: dict[str, object] = {}
         caller = threading.Thread(

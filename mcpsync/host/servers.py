@@ -15,7 +15,7 @@ from typing import Any
 
 from ..config import ServerEntry
 from ..errors import ConfigError, MCPSyncError, RestartLimitReached
-from .restarts import RestartCount
+from .restarts import RestartCount, restarts_of
 
 __all__ = [
     "SEPARATOR",
@@ -165,6 +165,15 @@ class _Server:
             self.done.set()
         else:
             self.state = IDLE
+
+    @property
+    def shown_state(self) -> str:
+        """The state as reports show it: "restarting" for a ready entry whose restart policy
+        is bringing its server up again (``state`` stays "ready": routing and calls go on)."""
+        state = self.state
+        if state == READY and restarts_of(self.session).phase == RESTARTING:
+            return RESTARTING
+        return state
 
 
 def _kill_leftover(transport: Any) -> None:
