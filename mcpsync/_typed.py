@@ -31,6 +31,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from . import jsonrpc
 from .errors import ProtocolError, RequestTimeout, ServerError
 
 __all__ = [
@@ -71,6 +72,7 @@ def _import_types() -> Any:
                 with _deferred_builds():
                     import mcp_types
             _module = mcp_types
+            jsonrpc.use_fast_decoder()  # pydantic is loaded now: the wire decode may use it
         return _module
     finally:
         _import_lock.release()
