@@ -136,7 +136,8 @@ class _FastPool:
 
     Configured from what the requests session would use (verify, CA bundle, client
     certificate); picked only when nothing else of requests applies. A pooled connection
-    the server has closed is detected (readable while idle) and replaced before use.
+    the server has closed or sent something on while it was idle is detected and replaced
+    before use. Thread-safe without a lock: each caller takes a connection of its own.
     """
 
     def __init__(
