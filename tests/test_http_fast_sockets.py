@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import json
 import select
+import signal
 import socket
 import sys
 import threading
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -155,11 +157,13 @@ def _fields(head: bytes) -> list[tuple[str, str]]:
     return [(n.strip().lower(), v.strip()) for n, _, v in (line.partition(":") for line in lines)]
 
 
-def _transport(server: RawServer, timeout: float) -> StreamableHTTPTransport:
+def _transport(
+    server: RawServer, timeout: float, on_message: Callable[[Any], None] = lambda m: None
+) -> StreamableHTTPTransport:
     transport = StreamableHTTPTransport(
         f"http://127.0.0.1:{server.port}/mcp", timeout=timeout, back_channel=False, name="t"
     )
-    transport.start(lambda message: None, lambda error: None)
+    transport.start(on_message, lambda error: None)
     return transport
 
 
@@ -378,3 +382,37 @@ def test_connection_close_and_chunked_replies_are_read_whole(raw):
         assert len(pool._idle) == 1 and len(set(server.ports)) == 2
     finally:
         pool.close()
+
+
+@pytest.mark.skipif(not hasattr(signal, "pthread_kill"), reason="needs pthread_kill")
+def test_ctrl_c_in_a_blocked_read_interrupts_it_and_the_transport_goes_on(no_leaks, raw):
+    arrived = threading.Event()
+    release = threading.Event()
+
+    def handler(conn: socket.socket, head: bytes, body: bytes, index: int) -> bool:
+        if b'"stall"' in body:
+            arrived.set()
+            release.wait(30)
+            return False
+        _reply(conn, b'{"jsonrpc": "2.0", "id": 2, "result": {}}')
+        return True
+
+    def interrupt() -> None:
+        if arrived.wait(20):  # the request is on the wire; the caller blocks in its read
+            signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)  # type: ignore[arg-type]
+
+    server = raw(handler)
+    seen: list[Any] = []
+    transport = _transport(server, timeout=30, on_message=seen.append)
+    helper = threading.Thread(target=interrupt, name="test-ctrl-c", daemon=True)
+    helper.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            transport.send({"jsonrpc": "2.0", "id": 1, "method": "stall"})
+        release.set()
+        transport.send({"jsonrpc": "2.0", "id": 2, "method": "ping"})
+        assert seen == [{"jsonrpc": "2.0", "id": 2, "result": {}}]
+    finally:
+        release.set()
+        helper.join(20)
+        transport.close()
