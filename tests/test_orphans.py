@@ -268,7 +268,7 @@ def test_sigkilled_host_takes_server_everything_and_its_wrapper_along() -> None:
     writer). The stubborn test above is the one that tells the signal's work apart."""
     if not (NODE_BIN / "mcp-server-everything").exists():
         pytest.skip("the npm peers are not installed")
-    env = _env(spawn.method())
+    env = _env(spawn.method(), reaper="on")  # as users run it
     env["PATH"] = str(NODE_BIN) + os.pathsep + env["PATH"]
     host = subprocess.Popen(
         [sys.executable, "-c", EVERYTHING_HOST], stdout=subprocess.PIPE, text=True, env=env

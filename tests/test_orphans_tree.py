@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -293,3 +294,52 @@ def test_a_crashed_servers_group_is_forgotten_once_it_was_waited_for(no_leaks) -
         assert proc.returncode is not None and proc.pid not in reaper.REAPER.watched()
     finally:
         session.close()
+
+
+NODE_DIR = ROOT / "tests" / "node"
+
+# npx as users write it: npm exec (node) -> sh -> node (server-everything), run offline
+# from the pinned local install.
+NPX_HOST = textwrap.dedent(
+    """
+    import json, sys, threading
+    import psutil
+    import mcpsync
+
+    argv = ["npx", "--no-install", "mcp-server-everything", "stdio"]
+    session = mcpsync.Session.connect(argv, inherit_env=True, cwd=sys.argv[1], timeout=60)
+    assert session.list_tools()
+    top = psutil.Process(session.transport.process.pid)
+    print(json.dumps([top.pid] + [c.pid for c in top.children(recursive=True)]), flush=True)
+    threading.Event().wait(120)
+    """
+)
+
+
+@posix_only
+@pytest.mark.real
+def test_sigkilled_host_takes_an_npx_tree_along() -> None:
+    """The real thing: the whole npx tree is gone within 2 s. (node also ends at its stdin's
+    EOF; the tests above, with children that read no stdin, tell the reaper's work apart.)"""
+    if shutil.which("npx") is None or not (NODE_DIR / "node_modules" / ".bin").is_dir():
+        pytest.skip("npx or the pinned npm peers are not installed")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env["PATH"] = str(NODE_DIR / "node_modules" / ".bin") + os.pathsep + env["PATH"]
+    host = subprocess.Popen(
+        [sys.executable, "-c", NPX_HOST, str(NODE_DIR)], stdout=subprocess.PIPE, text=True,
+        env=env,
+    )  # fmt: skip
+    assert host.stdout is not None
+    pids: list[int] = []
+    try:
+        line = host.stdout.readline()
+        assert line, "the host script failed"
+        pids = json.loads(line)
+        assert len(pids) >= 3  # npm exec, the shell, node
+        host.send_signal(signal.SIGKILL)
+        alive = _alive_after(pids, 2.0)
+        assert alive == [], f"{alive} outlived the host"
+    finally:
+        host.kill()
+        host.wait(WAIT)
+        _kill(pids)
