@@ -5,6 +5,7 @@ Owns: nothing stateful. Kept private; the public API is in ``mcpsync.auth``.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import logging
 from typing import Any
@@ -31,6 +32,7 @@ log = logging.getLogger("mcpsync.auth")
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
+@functools.lru_cache(maxsize=256)  # asked twice per request on the fast path
 def origin(url: str) -> tuple[str, str, int | None]:
     """(scheme, host, port) with scheme/host lower-cased and default ports filled in."""
     p = urlsplit(url)
