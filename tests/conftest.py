@@ -26,6 +26,14 @@ def _mcpsync_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name.startswith("mcpsync-")]
 
 
+def _running(pid: int) -> bool:
+    """True for a process that exists and is not a zombie (one may vanish while we look)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:  # NoSuchProcess, or gone between the listing and the look
+        return False
+
+
 @pytest.fixture
 def no_leaks():
     """Assert that the test leaves no mcpsync thread and no child process behind."""
@@ -35,10 +43,7 @@ def no_leaks():
     deadline = time.monotonic() + 5.0
     while time.monotonic() < deadline:
         threads = [t for t in _mcpsync_threads() if t not in threads_before and t.is_alive()]
-        children = [
-            pid for pid in _children() - children_before
-            if psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-        ]  # fmt: skip
+        children = [pid for pid in _children() - children_before if _running(pid)]
         if not threads and not children:
             return
         time.sleep(0.05)
