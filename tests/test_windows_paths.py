@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from mcpsync.errors import ConfigError
-from mcpsync.transports import spawn, windows
+from mcpsync.transports import spawn, windows, winjob
 from mcpsync.transports.spawn import ServerProcess
 from mcpsync.transports.stdio import StdioTransport
 
@@ -109,7 +109,7 @@ def on_windows(monkeypatch: pytest.MonkeyPatch) -> Kernel32:
     """Pretend to be Windows: platform, kernel32, no POSIX-only signal names."""
     kernel = Kernel32()
     monkeypatch.setattr(sys, "platform", "win32")
-    monkeypatch.setattr(windows, "_kernel32", lambda: kernel)
+    monkeypatch.setattr(winjob, "_kernel32", lambda: kernel)
     monkeypatch.delattr(signal, "SIGKILL")
     monkeypatch.delattr(os, "killpg")
     monkeypatch.setenv("PATHEXT", os.pathsep.join([".com", ".exe", ".bat", ".cmd"]))
@@ -181,7 +181,7 @@ def test_spawn_on_windows_flags_and_job(
         "CreateJobObjectW", "SetInformationJobObject", "AssignProcessToJobObject"
     ]  # fmt: skip
     assert on_windows.calls[1][1] == (0x1234, 9)  # JobObjectExtendedLimitInformation
-    assert on_windows.limits == [windows.JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE] == [0x2000]
+    assert on_windows.limits == [winjob.JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE] == [0x2000]
     assert on_windows.calls[2][1] == (0x1234, 0x5678)  # the job, the process handle
     assert proc.job is not None
 
@@ -190,7 +190,7 @@ def test_spawn_on_windows_without_a_job_still_starts(
     monkeypatch: pytest.MonkeyPatch, on_windows: Kernel32
 ) -> None:
     failing = Kernel32(fail=("AssignProcessToJobObject",))
-    monkeypatch.setattr(windows, "_kernel32", lambda: failing)
+    monkeypatch.setattr(winjob, "_kernel32", lambda: failing)
     monkeypatch.setattr(spawn, "_popen", lambda args, kwargs: FakeProcess(args))
     proc = spawn.spawn(["server.exe"], env={"PATH": ""}, cwd=None)
     assert proc.job is None  # the ladder ends the process itself
@@ -217,8 +217,8 @@ def test_job_object_failures_and_close(on_windows: Kernel32) -> None:
 def test_struct_layout_matches_windows_x64() -> None:
     if ctypes.sizeof(ctypes.c_void_p) != 8:
         pytest.skip("the sizes below are the 64-bit ones")
-    assert ctypes.sizeof(windows.JOBOBJECT_BASIC_LIMIT_INFORMATION) == 64
-    assert ctypes.sizeof(windows.IO_COUNTERS) == 48
+    assert ctypes.sizeof(winjob.JOBOBJECT_BASIC_LIMIT_INFORMATION) == 64
+    assert ctypes.sizeof(winjob.IO_COUNTERS) == 48
     assert ctypes.sizeof(windows.JOBOBJECT_EXTENDED_LIMIT_INFORMATION) == 144
 
 
@@ -305,3 +305,15 @@ def test_no_reaper_on_windows(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(reaper, "REAPER", mine)
     reaper.watch(4242)  # what spawn() would call: nothing happens
     assert mine.pid is None and mine.watched() == frozenset()
+
+
+def test_windows_module_does_not_import_ctypes_until_a_job_is_made() -> None:
+    """POSIX cold start: resolving commands (windows.py) must not pay for ctypes."""
+    code = (
+        "import sys; from mcpsync.transports import windows; "
+        "assert 'ctypes' not in sys.modules and 'mcpsync.transports.winjob' not in sys.modules; "
+        "assert windows.JobObject is __import__('mcpsync.transports.winjob', fromlist=['x']).JobObject; "
+        "print('ok')"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]

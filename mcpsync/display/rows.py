@@ -26,11 +26,17 @@ __all__ = [
 
 
 def _get(obj: Any, *names: str, default: Any = None) -> Any:
-    """Attribute (pydantic model) or key (raw dict), trying snake_case then camelCase names."""
+    """Attribute (pydantic model) or key (raw dict), trying snake_case then camelCase names.
+
+    A pydantic model is read through its declared fields only: a camelCase alias some
+    library adds as a property (fastmcp's deprecated ``structuredContent``) is not touched."""
+    fields = getattr(type(obj), "model_fields", None)  # a pydantic model class (not a transport)
     for name in names:
         if isinstance(obj, Mapping):
             if name in obj and obj[name] is not None:
                 return obj[name]
+        elif isinstance(fields, Mapping) and name not in fields:
+            continue
         else:
             value = getattr(obj, name, None)
             if value is not None:

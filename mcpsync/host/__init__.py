@@ -182,7 +182,7 @@ class Host(_ToolRouting):
     def __repr__(self) -> str:
         counts: dict[str, int] = {}
         for s in self._servers.values():
-            counts[s.state] = counts.get(s.state, 0) + 1
+            counts[s.shown_state] = counts.get(s.shown_state, 0) + 1  # "restarting" too
         summary = ", ".join(f"{n} {state}" for state, n in counts.items())
         return f"<Host {self.source}: {summary or 'no servers'}>"
 

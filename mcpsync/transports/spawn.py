@@ -45,7 +45,6 @@ Windows: ``windows.resolve`` finds ``npx.cmd`` for ``npx``; the server starts wi
 from __future__ import annotations
 
 import collections
-import ctypes
 import os
 import shutil
 import signal
@@ -186,6 +185,8 @@ _PRCTL: list[Any] = []
 
 def _preexec(parent: int) -> Callable[[], None]:
     if not _PRCTL:  # resolved once, in the parent: the child only calls it
+        import ctypes  # here: only this fallback needs it (~1 ms at import)
+
         prctl = ctypes.CDLL(None, use_errno=True).prctl
         prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
         prctl.restype = ctypes.c_int
