@@ -7,10 +7,8 @@ when the transport ends. It knows nothing of MCP methods beyond progress, cancel
 and ping: the handshake and the typed API sit above it.
 
 Two ways in: ``request()`` returns a ``concurrent.futures.Future``; ``call()`` blocks and
-returns the raw result. ``call()`` is what every blocking Session method uses: no Future is
-made, the outcome lands in the call's own slots, and on stdio the waiting caller reads its
-own reply from the pipe (see ``transports.stdio``), so a sequential call costs about what a
-bare write-line/read-line loop costs.
+returns the raw result (every blocking Session method): no Future, the outcome in the call's
+own slots, and on stdio the waiting caller reads its own reply (``transports.stdio``).
 
 Threads, for one connection to server ``name``:
 - the transport's reader(s) call ``_on_message``; a response settles its call right
@@ -313,14 +311,12 @@ class Connection:
             call.hard_deadline = now + (max_timeout if max_timeout is not None else 10 * timeout)
             TIMER.schedule(call.deadline)
         try:
-            if headers:  # Mcp-Param-* headers for this request, for transports that take them
-                self.transport.send(message, timeout=timeout, headers=headers)
-            else:
+            if not headers:  # (else Mcp-Param-* headers, for transports that take them: HTTP)
                 self.transport.send(message, timeout=timeout)
+            else:
+                self.transport.send(message, timeout=timeout, headers=headers)
         except BaseException as exc:
-            self._send_failed(
-                exc, message, call, timeout, {"headers": headers} if headers else _NO_EXTRA
-            )
+            self._send_failed(exc, message, call, timeout, headers)
         return call
 
     def _send_failed(
@@ -329,9 +325,10 @@ class Connection:
         message: Message,
         call: _Call,
         timeout: float | None,
-        extra: Mapping[str, Any],
+        headers: Mapping[str, str] | None,
     ) -> None:
         """The first send of a request raised: re-initialize and re-send once, or fail the call."""
+        extra = {"headers": headers} if headers else _NO_EXTRA
         if isinstance(exc, SessionExpired):
             if self.reinitialize is None or call.method == "initialize":
                 self._retire(call, exc)
@@ -391,7 +388,13 @@ class Connection:
         """``wait`` for a blocking ``call()``: the outcome is in the call's own slots."""
         if not call.finished:
             try:
-                self._block(call)
+                pump = self._pump
+                if pump is not None and not self._closed:  # _block's first turn, inlined
+                    now = time.monotonic()
+                    if call.deadline > now:
+                        pump(call, min(call.deadline, now + 1.0))
+                if not call.finished:
+                    self._block(call)  # the deadline, a parked reply, more turns
             except KeyboardInterrupt:
                 if self._pending.pop(call.id, None) is not None:
                     error = RequestCancelled(f"{call.method} was cancelled by the client (Ctrl-C)")
