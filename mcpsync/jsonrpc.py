@@ -129,7 +129,13 @@ def parse_json(data: bytes | str, what: str = "not JSON") -> Any:
 
 def decode(data: bytes | str) -> Any:
     """Parse one JSON-RPC message or batch; raise ProtocolError on anything else."""
-    message = parse_json(data)
+    if _fast is not None:  # parse_json's fast path, inlined (every message read)
+        try:
+            message = _fast(data)
+        except ValueError:
+            message = parse_json(data)
+    else:
+        message = parse_json(data)
     if type(message) is dict:
         return message
     if isinstance(message, list) and all(isinstance(m, dict) for m in message):

@@ -74,3 +74,17 @@ def _leaves(value):
             yield from _leaves(item)
     else:
         yield value
+
+
+@pytest.mark.parametrize("data", REFUSED)
+def test_decode_with_the_fast_decoder_fails_as_parse_json_does(data):
+    with pytest.raises(ProtocolError) as decoded:
+        jsonrpc.decode(data)
+    with pytest.raises(ProtocolError) as parsed:
+        jsonrpc.parse_json(data)
+    assert str(decoded.value) == str(parsed.value)
+
+
+@pytest.mark.parametrize("data", [d for d in ACCEPTED if d.lstrip()[:1] == b"{"])
+def test_decode_with_the_fast_decoder_gives_the_stdlib_message(data):
+    assert repr(jsonrpc.decode(data)) == repr(json.loads(data.decode("utf-8")))
