@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 # connect and the calls need, no more), ``mcpsync.Host`` the host, ``mcpsync.display`` the
 # renderers ... So a process that imports the package for something else (``python -m
 # mcpsync.demo_server``, the pytest plugin every pytest run loads) pays ~1 ms, not ~25.
+from . import _lazy
 from ._version import __version__ as __version__
 from .errors import (
     AuthError,
@@ -141,22 +142,6 @@ _LAZY: dict[str, str | None] = {
 }  # fmt: skip
 
 
-def __getattr__(name: str) -> object:
-    """A name of ``__all__`` not loaded yet: import its submodule now (PEP 562)."""
-    if name not in _LAZY:
-        raise AttributeError(f"module 'mcpsync' has no attribute {name!r}")
-    import importlib
-
-    where = _LAZY[name]
-    module = importlib.import_module(where or f".{name}", __name__)
-    if where is None:
-        return module  # importing a submodule makes it an attribute of the package
-    # ``smoke``: the function (the submodule, once imported, replaces the attribute: it is
-    # callable, the same function)
-    value = getattr(module, name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+# a name of ``__all__`` not loaded yet: import its submodule now (PEP 562). ``smoke``: the
+# function (the submodule, once imported, replaces the attribute: it is callable, the same)
+__getattr__, __dir__ = _lazy.attributes(globals(), _LAZY)

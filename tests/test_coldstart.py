@@ -231,7 +231,7 @@ def test_import_and_first_call_leave_the_rest_unloaded():
     after_import, after_call = json.loads(_run(COLD_MODULES))
     # the package alone: its version and errors (mcpsync.Session loads the session layer)
     ours = [m for m in after_import if m == "mcpsync" or m.startswith("mcpsync.")]
-    assert ours == ["mcpsync", "mcpsync._version", "mcpsync.errors"]
+    assert ours == ["mcpsync", "mcpsync._lazy", "mcpsync._version", "mcpsync.errors"]
     assert "mcpsync.session" in after_call and "mcpsync.transports.stdio" in after_call
     assert not [m for m in NOT_ON_THE_COLD_PATH if m in after_call]
 

@@ -44,6 +44,8 @@ __all__ = [
     "toolset",
     "inline_refs",
     "object_schema",
+    "NotStrict",
+    "merge_all_of",
     "drop_optional_nulls",
     "parts_of",
     "run_calls",
@@ -311,6 +313,22 @@ def inline_refs(schema: Any, *, max_depth: int = 8) -> Any:
         }
 
     return walk(schema, 0, ())
+
+
+class NotStrict(Exception):
+    """A schema has a part a provider's strict mode cannot express (its tool stays as it is)."""
+
+
+def merge_all_of(node: dict[str, Any]) -> dict[str, Any]:
+    """``node`` with its ``allOf`` of object schemas merged in (properties, required);
+    :class:`NotStrict` for an ``allOf`` of anything else. Strict modes take no ``allOf``."""
+    for part in node.pop("allOf"):
+        if not isinstance(part, Mapping) or part.get("type", "object") != "object":
+            raise NotStrict("allOf of non-objects")
+        node.setdefault("type", "object")
+        node.setdefault("properties", {}).update(part.get("properties") or {})
+        node["required"] = sorted(set(node.get("required") or ()) | set(part.get("required") or ()))
+    return node
 
 
 def object_schema(schema: Any) -> dict[str, Any]:

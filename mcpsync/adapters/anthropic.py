@@ -28,9 +28,11 @@ from typing import Any
 from ._core import (
     ANTHROPIC_NAMES,
     Call,
+    NotStrict,
     Outcome,
     as_dict,
     inline_refs,
+    merge_all_of,
     object_schema,
     parse_arguments,
     provider_names,
@@ -49,26 +51,12 @@ _FORMATS = {"date-time", "time", "date", "duration", "email", "hostname", "uri",
 _PLAIN = (str, int, float, bool, type(None))
 
 
-class _NotStrict(Exception):
-    """The schema has a part strict mode cannot express."""
-
-
-def _merge_all_of(node: dict[str, Any]) -> dict[str, Any]:
-    for part in node.pop("allOf"):
-        if not isinstance(part, Mapping) or part.get("type", "object") != "object":
-            raise _NotStrict("allOf of non-objects")
-        node.setdefault("type", "object")
-        node.setdefault("properties", {}).update(part.get("properties") or {})
-        node["required"] = sorted(set(node.get("required") or ()) | set(part.get("required") or ()))
-    return node
-
-
 def _strict_node(node: Any) -> dict[str, Any]:
     if not isinstance(node, Mapping) or not node:
-        raise _NotStrict("a value of any type")
+        raise NotStrict("a value of any type")
     node = dict(node)
     if "allOf" in node:
-        node = _merge_all_of(node)
+        node = merge_all_of(node)
     if "oneOf" in node:
         node["anyOf"] = node.pop("oneOf")
     out: dict[str, Any] = {}
@@ -91,7 +79,7 @@ def _strict_node(node: Any) -> dict[str, Any]:
         elif key not in ("enum", "const") and isinstance(value, (*_PLAIN, list)):
             words[key] = value
         elif key in ("enum", "const"):
-            raise _NotStrict("an enum of objects")
+            raise NotStrict("an enum of objects")
     if words:
         said = ", ".join(f"{k}: {json.dumps(v)}" for k, v in words.items())
         out["description"] = f"{out['description']} ({said})" if out.get("description") else said
@@ -101,18 +89,18 @@ def _strict_node(node: Any) -> dict[str, Any]:
     types = out.get("type")
     type_list = [types] if isinstance(types, str) else list(types or ())
     if not type_list and "enum" not in out and "const" not in out:
-        raise _NotStrict("a value of any type")
+        raise NotStrict("a value of any type")
     if "object" in type_list:
         if node.get("additionalProperties") not in (None, False):
-            raise _NotStrict("an object with free-form keys")
+            raise NotStrict("an object with free-form keys")
         props = node.get("properties") or {}
         if not props:
-            raise _NotStrict("a free-form object")
+            raise NotStrict("a free-form object")
         out["properties"] = {key: _strict_node(sub) for key, sub in props.items()}
         out["additionalProperties"] = False
     if "array" in type_list:
         if not isinstance(node.get("items"), Mapping):
-            raise _NotStrict("an array without an items schema")
+            raise NotStrict("an array without an items schema")
         out["items"] = _strict_node(node["items"])
     return out
 
@@ -125,7 +113,7 @@ def strict_schema(schema: Any) -> dict[str, Any] | None:
             # no parameters: an empty closed object
             return {"type": "object", "properties": {}, "additionalProperties": False}
         return _strict_node(root)
-    except _NotStrict:
+    except NotStrict:
         return None
 
 

@@ -29,10 +29,12 @@ from ._core import (
     OPENAI_NAMES,
     Call,
     Entry,
+    NotStrict,
     Outcome,
     as_dict,
     drop_optional_nulls,
     inline_refs,
+    merge_all_of,
     object_schema,
     parse_arguments,
     provider_names,
@@ -50,10 +52,6 @@ _STRICT_KEYS = {
 _STRICT_FORMATS = {
     "date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid",
 }  # fmt: skip
-
-
-class _NotStrict(Exception):
-    """The schema has a part strict mode cannot express."""
 
 
 def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
@@ -74,23 +72,12 @@ def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
-def _merge_all_of(node: dict[str, Any]) -> dict[str, Any]:
-    parts = node.pop("allOf")
-    for part in parts:
-        if not isinstance(part, Mapping) or part.get("type", "object") != "object":
-            raise _NotStrict("allOf of non-objects")
-        node.setdefault("type", "object")
-        node.setdefault("properties", {}).update(part.get("properties") or {})
-        node["required"] = sorted(set(node.get("required") or ()) | set(part.get("required") or ()))
-    return node
-
-
 def _strict_node(node: Any) -> dict[str, Any]:
     if not isinstance(node, Mapping) or not node:
-        raise _NotStrict("a value of any type")
+        raise NotStrict("a value of any type")
     node = dict(node)
     if "allOf" in node:
-        node = _merge_all_of(node)
+        node = merge_all_of(node)
     if "oneOf" in node:
         node["anyOf"] = node.pop("oneOf")
     if node.get("format") not in _STRICT_FORMATS:
@@ -109,12 +96,12 @@ def _strict_node(node: Any) -> dict[str, Any]:
     types = out.get("type")
     type_list = [types] if isinstance(types, str) else list(types or ())
     if not type_list and "enum" not in out and "const" not in out:
-        raise _NotStrict("a value of any type")
+        raise NotStrict("a value of any type")
     if "object" in type_list:
         extra = node.get("additionalProperties")
         props = node.get("properties") or {}
         if extra not in (None, False):
-            raise _NotStrict("an object with free-form keys")
+            raise NotStrict("an object with free-form keys")
         required = set(node.get("required") or ())
         new_props = {}
         for key, sub in props.items():
@@ -127,7 +114,7 @@ def _strict_node(node: Any) -> dict[str, Any]:
         out["additionalProperties"] = False
     if "array" in type_list:
         if not isinstance(node.get("items"), Mapping):
-            raise _NotStrict("an array without an items schema")
+            raise NotStrict("an array without an items schema")
         out["items"] = _strict_node(node["items"])
     return out
 
@@ -136,7 +123,7 @@ def strict_schema(schema: Any) -> dict[str, Any] | None:
     """``schema`` rewritten for OpenAI strict mode, or None if strict mode cannot express it."""
     try:
         return _strict_node(object_schema(inline_refs(schema)))
-    except _NotStrict:
+    except NotStrict:
         return None
 
 

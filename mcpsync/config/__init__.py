@@ -48,6 +48,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .. import _lazy
+
 if TYPE_CHECKING:
     from .entries import TRANSPORTS as TRANSPORTS
     from .entries import AuthSettings, Config, ConfigEntryError, InputSpec, ServerEntry
@@ -88,22 +90,7 @@ _WHERE = {
 }  # fmt: skip
 
 
-#: the submodules this package loaded at import before its names were lazy
-_SUBMODULES = frozenset(("entries", "expand", "jsonc", "load", "names", "parse"))
-
-
-def __getattr__(name: str) -> object:
-    import importlib
-
-    if name in _SUBMODULES:
-        return importlib.import_module(f".{name}", __name__)  # now an attribute of the package
-    where = _WHERE.get(name)
-    if where is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(where, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+#: the submodules this package loaded at import before its names were lazy: attributes still
+__getattr__, __dir__ = _lazy.attributes(
+    globals(), {**_WHERE, **dict.fromkeys(("entries", "expand", "jsonc", "load", "names", "parse"))}
+)
