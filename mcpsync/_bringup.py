@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from . import _offer, _typed
 from .connection import Connection
 from .errors import (
+    STDERR_TAIL,
     ConfigError,
     HTTPStatusError,
     MCPSyncError,
@@ -190,6 +191,6 @@ def explain_failure(error: BaseException, transport: Transport) -> None:
         tail_of = getattr(transport, "stderr_tail", None)  # stdio only
         tail = tail_of() if callable(tail_of) else ""
         if tail:
-            extra.append("--- last stderr lines ---\n" + tail)
+            extra.append(f"{STDERR_TAIL}\n" + tail)
     if extra and error.args and isinstance(error.args[0], str):
         error.args = ("\n".join([error.args[0], *extra]), *error.args[1:])

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 __all__ = [
+    "STDERR_TAIL",
     "MCPSyncError",
     "ConfigError",
     "TransportError",
@@ -61,6 +62,11 @@ class TransportError(MCPSyncError, ConnectionError):
     restart_legacy: bool = False
 
 
+#: the heading under which a message carries a server's last stderr lines (errors, bring-up
+#: failures, the pytest plugin; the command line drops the section when it showed them live)
+STDERR_TAIL = "--- last stderr lines ---"
+
+
 class ServerExited(TransportError):
     """A stdio server process ended; carries its exit code and its last stderr lines."""
 
@@ -73,7 +79,7 @@ class ServerExited(TransportError):
         if exit_code is not None:
             full += f" (exit code {exit_code})"
         if stderr_tail:
-            full += "\n--- last stderr lines ---\n" + stderr_tail
+            full += f"\n{STDERR_TAIL}\n" + stderr_tail
         super().__init__(full)
 
 

@@ -120,7 +120,7 @@ def _target_kwargs(target: Any, request: pytest.FixtureRequest) -> dict[str, Any
 
 def _bring_up(kwargs: dict[str, Any], label: str) -> Any:
     """``Session.connect`` with a stdio transport made here, so its stderr tail can be shown."""
-    from .errors import MCPSyncError
+    from .errors import STDERR_TAIL, MCPSyncError
     from .session import Session
 
     transport = None
@@ -152,7 +152,7 @@ def _bring_up(kwargs: dict[str, Any], label: str) -> Any:
                     f"exit code: {code if code is not None else 'still running (stopped)'}"
                 )
             if tail and tail not in str(exc):
-                lines.append("--- last stderr lines ---\n" + tail)
+                lines.append(f"{STDERR_TAIL}\n" + tail)
         pytest.fail("\n".join(lines), pytrace=False)
     finally:
         if transport is not None:

@@ -801,3 +801,22 @@ def test_tool_arguments_schema_shapes():
         tool_arguments("t", ["=1"], schema)
     # a value keeps everything after the first "=", and no schema at all means JSON-or-text
     assert tool_arguments("t", ["q=a=b", "n=1"], None) == {"q": "a=b", "n": 1}
+
+
+def test_a_failing_servers_stderr_is_shown_once():
+    """Live (``[name] line``) and not again in the error; with -q only in the error."""
+    crash = [
+        sys.executable,
+        "-c",
+        "import sys; print('-'.join(['boom', 'no', 'key']), file=sys.stderr); sys.exit(3)",
+    ]
+    p = run("call", "echo", "message=hi", "--", *crash)
+    assert p.returncode == 3, p.stderr
+    assert p.stderr.count("boom-no-key") == 1, p.stderr
+    assert "] boom-no-key" in p.stderr  # the live line, prefixed with the server's name
+    assert "exit code 3" in p.stderr and "its stderr is shown above" in p.stderr
+    assert "--- last stderr lines ---" not in p.stderr
+    q = run("call", "-q", "echo", "message=hi", "--", *crash)
+    assert q.returncode == 3, q.stderr
+    assert q.stderr.count("boom-no-key") == 1, q.stderr
+    assert "--- last stderr lines ---\nboom-no-key" in q.stderr  # in the error only

@@ -20,12 +20,13 @@ connect to, and connecting), ``commands`` (inspect, tools, call, read, prompt, d
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from collections.abc import Sequence
 from typing import IO
 
-from ..errors import ConfigError, MCPSyncError, RequestTimeout
+from ..errors import STDERR_TAIL, ConfigError, MCPSyncError, RequestTimeout
 from .arguments import (
     _COMMANDS,
     EXIT_CONNECT,
@@ -136,13 +137,13 @@ def main(
         stderr.write(f"{PROG} {command}: error: {exc}\n")
         return EXIT_USAGE
     except ConnectFailed as exc:
-        stderr.write(f"{PROG} {command}: error: {exc}\n")
+        stderr.write(f"{PROG} {command}: error: {_shown(str(exc), ns)}\n")
         return EXIT_CONNECT
     except RequestTimeout as exc:
         stderr.write(f"{PROG} {command}: error: timed out: {exc}\n")
         return EXIT_ERROR
     except MCPSyncError as exc:
-        stderr.write(f"{PROG} {command}: error: {type(exc).__name__}: {exc}\n")
+        stderr.write(f"{PROG} {command}: error: {type(exc).__name__}: {_shown(str(exc), ns)}\n")
         return EXIT_ERROR
     except BrokenPipeError:
         # stdout went away (| head): not an error of ours
@@ -151,3 +152,15 @@ def main(
         except OSError:
             pass
         return EXIT_OK
+
+
+def _shown(message: str, ns: argparse.Namespace) -> str:
+    """An error's text for the terminal: without its server-stderr section when that stderr
+    was already shown live above it (every run but ``-q``): once is enough."""
+    if ns.quiet:
+        return message
+    head, found, rest = message.partition(f"\n{STDERR_TAIL}\n")
+    if not found:
+        return message
+    _, more, after = rest.partition("\n--- ")  # a later section (stdout noise) stays
+    return head + " (its stderr is shown above)" + (f"\n--- {after}" if more else "")
