@@ -12,9 +12,7 @@ is told each group's id over a pipe (a Unix socket pair: a write to a dead reape
 SIGPIPE) whose only writer is the host. When the host dies by any means, the kernel closes
 the host's end; the reaper reads EOF, sends SIGTERM to every group it still knows, then
 SIGKILL to those still there after ``GRACE`` seconds, and exits.
-When the last server it knows of was reaped (every session closed), its pipe is closed with
-no group left and it just exits; the next stdio spawn starts another. On a normal exit the
-sessions are closed first, so it only exits.
+On a normal exit the sessions are closed first (every group forgotten), so it only exits.
 
 The reaper is ``/bin/sh`` running a short script (no Python interpreter: ``sys.executable``
 is not always one, e.g. under uwsgi or in a frozen app), in a session of its own (the
@@ -135,20 +133,13 @@ class Reaper:
                 self._send(f"+{pgid}\n")
 
     def forget(self, pgid: int) -> None:
-        """Group ``pgid`` ended (its server was reaped): never signal it again. The last
-        one ends the reaper too (its pipe closes with nothing to end): no process of ours
-        outlives the sessions; the next spawn starts another."""
+        """Group ``pgid`` ended (its server was reaped): never signal it again."""
         with self._lock:
             if pgid not in self._groups:
                 return
             self._groups.discard(pgid)
-            sock = self._sock
-            if sock is None:
-                return
-            self._send(f"-{pgid}\n")
-            if not self._groups and self._sock is sock:
-                self._sock, self._pid = None, None
-                sock.close()
+            if self._sock is not None:
+                self._send(f"-{pgid}\n")
 
     def close(self) -> None:
         """Close the pipe, as this process's death would: the reaper ends what it knows.
