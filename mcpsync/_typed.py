@@ -220,6 +220,18 @@ def _build_warm() -> None:
     _warmed.set()
 
 
+def _fresh_locks_in_child() -> None:
+    """After ``os.fork()``: a lock held by a parent thread at the fork (building a validator,
+    importing) would be held for ever in the child, whose threads are its own: fresh ones."""
+    global _import_lock, _prefetch_lock, _build_lock
+    _import_lock, _prefetch_lock = threading.Lock(), threading.Lock()
+    _build_lock = threading.RLock()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_fresh_locks_in_child)
+
+
 def warm() -> None:
     """``mcp_types`` imported and the validators of ``WARM_MODELS`` built: by the prefetch
     thread if it runs (waited for, bounded), else here. Cheap once done."""

@@ -376,3 +376,38 @@ def test_predicate_and_owning_again() -> None:
     finally:
         session.close()
         server.end.close()
+
+
+def test_a_validator_lock_held_by_a_parent_thread_does_not_block_the_child() -> None:
+    """A parent thread building a validator (holding the build lock) at the fork instant:
+    the child's own first builds must not wait for a thread it does not have."""
+    import threading
+
+    from mcpsync import _typed
+
+    _typed.types()
+    held, release = threading.Event(), threading.Event()
+
+    def builder() -> None:
+        with _typed._build_lock:  # as _validator holds it while pydantic builds
+            held.set()
+            release.wait(WAIT)
+
+    thread = threading.Thread(target=builder, name="mcpsync-test[builder]")
+    thread.start()
+    try:
+        assert held.wait(WAIT)
+
+        def child() -> dict[str, Any]:
+            _typed._validators.pop("CompleteResult", None)  # not built in this child yet
+            result = _typed.validate("CompleteResult", {"completion": {"values": ["a"]}})
+            return {"values": list(result.completion.values)}
+
+        pid, results, release_fd = _in_child(child)
+        got = _read_result(results)
+        os.close(release_fd)
+        assert _reap(pid) == 0
+        assert got == {"values": ["a"]}
+    finally:
+        release.set()
+        thread.join(WAIT)
