@@ -2,7 +2,7 @@
 
 Owns: ``read_events`` (read a stream, report too-large events naming whose reply they
 were, skip priming events, decode, deliver), ``response_id`` (the id of a reply from its
-first bytes), and ``SSEParser``: turning the bytes of a ``text/event-stream`` body into events, incrementally and in
+first bytes), ``reply_id`` (from its first bytes, else its last), and ``SSEParser``: turning the bytes of a ``text/event-stream`` body into events, incrementally and in
 linear time, following the WHATWG event-stream interpretation rules: lines end in CRLF,
 LF or CR; ``:`` starts a comment (keep-alives); ``data`` lines are joined with LF;
 ``id`` sets the last event id as soon as it is read, even in an event that is never
@@ -22,7 +22,7 @@ and it joins a long line by repeated ``bytes`` concatenation (a 10 MB ``data:`` 
 Hostile streams: one leading UTF-8 byte order mark is skipped (as the standard's decoder
 does); a line longer than ``max_event_bytes`` is dropped unread, and when it is a ``data``
 line, or when data lines add up to more, the event is "too large" whatever the chunking
-(reported as an ``EventTooLarge`` where it ends); a ``retry`` of more than 12 digits counts as 10^12 ms. ``feed``
+(reported as an ``EventTooLarge`` where it ends, with the first and the last bytes of its data); a ``retry`` of more than 12 digits counts as 10^12 ms. ``feed``
 never raises. ``tests/test_fuzz_sse.py`` checks all of it against a reference model.
 """
 
@@ -41,6 +41,7 @@ __all__ = [
     "EventTooLarge",
     "ReplyTooLarge",
     "response_id",
+    "reply_id",
     "read_events",
     "READ_CHUNK",
 ]
@@ -49,6 +50,7 @@ _BOM = b"\xef\xbb\xbf"
 #: bytes asked of the socket per read of an event stream
 READ_CHUNK = 256 * 1024
 _HEAD = 256  # bytes of a too-large event's data kept for EventTooLarge.head
+_TAIL = 512  # bytes of its end kept for EventTooLarge.tail
 _MAX_RETRY_DIGITS = 12  # 10^12 ms is 31 years: longer values count as that
 
 
@@ -63,15 +65,37 @@ class SSEEvent(NamedTuple):
 class EventTooLarge(Exception):
     """One event grew past the parser's limit; the parser skips it and goes on.
 
-    ``head``: the first bytes (up to 256) of its data, so a caller can tell whose reply it
-    was (``response_id`` below).
+    ``head``: the first bytes (up to 256) of its data, ``tail`` its last bytes (up to 512),
+    so a caller can tell whose reply it was (``reply_id`` below). ``size``: the bytes of it
+    seen (at least that many).
     """
 
-    def __init__(self, size: int, limit: int, head: bytes = b"") -> None:
+    def __init__(self, size: int, limit: int, head: bytes = b"", tail: bytes = b"") -> None:
         self.size = size
         self.limit = limit
         self.head = head
-        super().__init__(f"an SSE event exceeded {limit} bytes and was discarded")
+        self.tail = tail
+        super().__init__(
+            f"an SSE event exceeded {limit} bytes ({size} bytes or more) and was discarded"
+        )
+
+
+def _last(pieces: list[bytes], sep: bytes = b"\n", n: int = _TAIL) -> bytes:
+    """The last ``n`` bytes of ``sep.join(pieces)``, joining only the pieces it needs."""
+    picked: list[bytes] = []
+    size = -len(sep)
+    for piece in reversed(pieces):
+        picked.append(piece[-n:])
+        size += len(piece) + len(sep)
+        if size >= n:
+            break
+    return sep.join(reversed(picked))[-n:]
+
+
+def _value(line: bytes) -> bytes:
+    """A ``data:`` line's value (the field name and one leading space taken off)."""
+    value = line[5:]
+    return value[1:] if value[:1] == b" " else value
 
 
 class SSEParser:
@@ -98,6 +122,8 @@ class SSEParser:
         "_at_start",
         "_head",
         "_big_head",
+        "_big_tail",
+        "_tail_line",
     )
 
     def __init__(self, max_event_bytes: int = 256 * 1024 * 1024) -> None:
@@ -115,6 +141,8 @@ class SSEParser:
         self._at_start = True  # nothing of this stream read yet: a BOM may come
         self._head = b""  # the first bytes while they may still be a split BOM
         self._big_head = b""  # the start of the data of an event over the cap
+        self._big_tail = b""  # the end of it so far
+        self._tail_line = False  # the line being skipped is a data line: its end is data
 
     def feed(self, chunk: bytes) -> Iterator[SSEEvent | EventTooLarge]:
         """Parse ``chunk``; yield every event it completes."""
@@ -151,13 +179,16 @@ class SSEParser:
             start = end + 1
             if self._skip_line:  # the rest of a line that overflowed the cap
                 self._skip_line = False
+                if self._tail_line:
+                    self._tail_line = False
+                    self._big_tail = (self._big_tail + line[-_TAIL:])[-_TAIL:]
             elif not line:
                 event = self._dispatch()
                 if event is not None:
                     yield event
             elif len(line) > self.max_event_bytes:  # the same verdict as when it came in pieces
                 if line.startswith(b"data:"):
-                    self._too_large(len(line), line[: _HEAD + 6])
+                    self._too_large(len(line), line[: _HEAD + 6], _value(line)[-_TAIL:])
             else:
                 self._field(line)
 
@@ -166,6 +197,7 @@ class SSEParser:
         self._parts.clear()
         self._part_bytes = 0
         self._skip_line = False
+        self._tail_line = False
         self._pending_cr = False
         self._at_start = True  # a resumed stream is a new body: it may start with a BOM
         self._head = b""
@@ -182,9 +214,15 @@ class SSEParser:
         self._head = b""
         return head[3:] if head.startswith(_BOM) else head
 
-    def _too_large(self, size: int, line_head: bytes = b"") -> None:
+    def _too_large(self, size: int, line_head: bytes = b"", line_tail: bytes | None = None) -> None:
         """The current event is over the cap: drop its data, report it at its end.
-        ``line_head``: the start of the ``data:`` line that went over (not in ``_data``)."""
+        ``line_head``: the start of the ``data:`` line that went over (not in ``_data``);
+        ``line_tail``: the end of that line's value as far as it was read."""
+        if self._oversize:  # the end of its data so far: who it was for, if the id is last
+            if line_tail is not None:
+                self._big_tail = _last([self._big_tail, line_tail])
+        else:
+            self._big_tail = _last(self._data if line_tail is None else [*self._data, line_tail])
         if not self._oversize:  # keep the start of its data: who it was for
             head = bytearray()
             pieces = list(self._data[:_HEAD])
@@ -206,13 +244,19 @@ class SSEParser:
         if self._skip_line:
             if self._oversize:
                 self._oversize += len(piece)
+            if self._tail_line:
+                self._big_tail = (self._big_tail + piece[-_TAIL:])[-_TAIL:]
             return
         self._parts.append(piece)
         self._part_bytes += len(piece)
         if self._part_bytes > self.max_event_bytes:  # a line over the cap: never kept whole
             start = b"".join(self._parts[: _HEAD + 6])[: _HEAD + 6]  # pieces are not empty
             if start[:5] == b"data:":
-                self._too_large(self._part_bytes, start)
+                end = _last(self._parts, b"", _TAIL + 6)
+                if len(end) >= self._part_bytes:  # the whole line: take its field name off
+                    end = _value(end)
+                self._too_large(self._part_bytes, start, end[-_TAIL:])
+                self._tail_line = True
             self._skip_line = True
             self._parts.clear()
             self._part_bytes = 0
@@ -229,6 +273,7 @@ class SSEParser:
         if name == b"data":
             if self._oversize:
                 self._oversize += len(value)
+                self._big_tail = _last([self._big_tail, value])
                 return
             self._data.append(value)
             self._data_bytes += len(value) + 1
@@ -250,9 +295,12 @@ class SSEParser:
 
     def _dispatch(self) -> SSEEvent | EventTooLarge | None:
         if self._oversize:
-            error = EventTooLarge(self._oversize, self.max_event_bytes, self._big_head)
+            error = EventTooLarge(
+                self._oversize, self.max_event_bytes, self._big_head, self._big_tail
+            )
             self._oversize = 0
             self._big_head = b""
+            self._big_tail = b""
             self._reset_event()
             return error
         if not self._data:
@@ -269,6 +317,7 @@ class SSEParser:
         self._event = ""
         self._oversize = 0
         self._big_head = b""
+        self._big_tail = b""
 
 
 # -- whose reply a too-large event was -----------------------------------------------------
@@ -355,6 +404,86 @@ def response_id(head: bytes) -> Any:
     return rid
 
 
+def _string_start(text: str, end: int) -> int:
+    """The index of the quote opening the JSON string whose closing quote is at ``end``,
+    or -1 (not within ``text``, or a run of backslashes reaching its start: unknown)."""
+    i = text.rfind('"', 0, end)
+    while i >= 0:
+        slashes = i
+        while slashes > 0 and text[slashes - 1] == "\\":
+            slashes -= 1
+        if slashes == 0 and i > 0:
+            return -1  # the backslashes may go on before the cut
+        if (i - slashes) % 2 == 0:  # not escaped
+            return i
+        i = text.rfind('"', 0, slashes)
+    return -1
+
+
+def _tail_id(tail: bytes) -> Any:
+    """The ``id`` of the JSON object whose text ends with ``tail``, when it is one of the
+    scalar top-level members after the last container (``..., "id": 7}``, ``..., "id": 7,
+    "jsonrpc": "2.0"}``) and a string or integer; None when a ``method`` comes first, when
+    a container or the cut is met, or for anything else."""
+    text = tail.decode("utf-8", "ignore").rstrip(_WS)
+    if not text.endswith("}"):
+        return None
+    i = len(text) - 1  # a closing brace or a comma: a member ends before it
+    while True:
+        end = len(text[:i].rstrip(_WS)) - 1  # the last character of the member's value
+        if end <= 0:
+            return None
+        if text[end] == '"':
+            start = _string_start(text, end)
+        elif text[end] in "}]":
+            return None  # a container: what comes before may be nested
+        else:
+            start = end
+            while start > 0 and text[start - 1] not in _WS + ":,{[":
+                start -= 1
+        if start <= 0:
+            return None
+        try:
+            value = json.loads(text[start : end + 1])
+        except ValueError:
+            return None
+        colon = len(text[:start].rstrip(_WS)) - 1
+        if colon <= 0 or text[colon] != ":":
+            return None
+        key_end = len(text[:colon].rstrip(_WS)) - 1
+        if key_end <= 0 or text[key_end] != '"':
+            return None
+        key_start = _string_start(text, key_end)
+        if key_start <= 0:
+            return None
+        try:
+            key = json.loads(text[key_start : key_end + 1])
+        except ValueError:
+            return None
+        if key == "method":
+            return None
+        if key == "id":
+            return value if type(value) in (int, str) else None
+        i = len(text[:key_start].rstrip(_WS)) - 1
+        if i <= 0 or text[i] != ",":
+            return None  # the object's opening brace (no id), or not JSON
+
+
+def reply_id(head: bytes, tail: bytes = b"") -> Any:
+    """The id of the JSON-RPC response whose data starts with ``head`` and ends with
+    ``tail``: ``response_id(head)``; else, when the head's top-level keys say a response
+    (``result`` or ``error``, no ``method``), the id its last members give (``_tail_id``),
+    as stdio reads a too-long line's last bytes. None if unknown.
+    """
+    found = response_id(head)
+    if found is not None or not tail:
+        return found
+    keys = _top_keys(head)[0]
+    if "method" in keys or not ({"result", "error"} & keys):
+        return None
+    return _tail_id(tail)
+
+
 def _names_method(head: bytes) -> bool:
     """True when ``head`` starts a request or notification (a top-level ``method``)."""
     return "method" in _top_keys(head)[0]
@@ -380,7 +509,7 @@ def read_events(
     """Read the event stream ``response`` until it ends or ``stop()``; deliver each message.
 
     Per event: a too-large one is reported (``ReplyTooLarge`` naming the request whose
-    reply it was, by ``owner`` (default: ``response_id`` of its first bytes), else a plain
+    reply it was, by ``owner`` (default: ``reply_id`` of its first and last bytes), else a plain
     ``ProtocolError``), and reading ends when ``claimed(owner)`` says so; an event of
     another type than ``message`` goes to ``on_other``; empty data (priming events) is
     skipped; data that is not JSON-RPC is reported; a message is shown to ``on_message``,
@@ -395,7 +524,7 @@ def read_events(
                 return
             for event in parser.feed(chunk):
                 if isinstance(event, EventTooLarge):
-                    found = owner(event) if owner is not None else response_id(event.head)
+                    found = owner(event) if owner is not None else reply_id(event.head, event.tail)
                     if found is None:
                         report(ProtocolError(f"{what}: {event}"))
                         continue
