@@ -20,10 +20,16 @@ ancestors up to the root (each chain followed while ``propagate`` is true), plus
 ``logging.lastResort`` (used when a record finds no handler). A handler's lock is an
 ``RLock``: a fork from inside an ``emit`` in the forking thread itself still goes through.
 
+Order: logging's module lock first, then the handlers' (the order ``logging.config``
+takes them in; logging's own at-fork hook takes the module lock right after this one, at
+once as it is an ``RLock`` this thread holds): the hook adds no lock-order deadlock.
+
 Bounded: every lock is tried until one overall deadline (``TIMEOUT`` seconds per fork),
 so a handler that stays inside its ``emit`` (a full pipe nobody reads, a nested record
 waiting for a lock the forking thread holds) cannot hang the fork: that handler is skipped
 (``skipped()`` counts it) and its stream may be unusable in that child, as without this hook.
+The module lock not had in time: no handler lock is taken (every handler skipped; logging's
+own hook then waits for it, as without this hook).
 Nothing is logged from the hook (a record could block on the very handler skipped).
 After the fork the parent releases what it took. In the child, logging has already made
 the locks of its handlers afresh (its own hook runs first), so a release finds the lock
@@ -41,6 +47,7 @@ import logging
 import os
 import threading
 import time
+from typing import Any
 
 __all__ = ["TIMEOUT", "handlers", "skipped"]
 
@@ -48,10 +55,9 @@ __all__ = ["TIMEOUT", "handlers", "skipped"]
 TIMEOUT = 0.5
 _ROOT_NAME = "mcpsync"
 
-#: the locks each forking thread holds across its fork (thread id -> locks): a dict, as two
-#: threads may fork at once and must each release their own
-_held: dict[int, list[threading.RLock]] = {}
-_skipped: dict[int, int] = {}
+#: per forking thread: the locks it holds across its fork (``held``), how many handlers its
+#: last fork left out (``skipped``); a thread's own, as two threads may fork at once
+_mine = threading.local()
 
 
 def handlers() -> list[logging.Handler]:
@@ -86,31 +92,38 @@ def handlers() -> list[logging.Handler]:
 def skipped() -> int | None:
     """How many handlers this thread's last fork left out (their lock not free in time);
     None before this thread's first fork."""
-    return _skipped.get(threading.get_ident())
+    return getattr(_mine, "skipped", None)
 
 
 def _before() -> None:
-    ident = threading.get_ident()
     deadline = time.monotonic() + TIMEOUT
-    held: list[threading.RLock] = []
-    missed = 0
+    held: list[Any] = []
+    found = handlers()
+    missed = len(found)
     try:
-        for handler in handlers():
-            lock = handler.lock
-            if lock is None:  # a handler that made no lock (createLock overridden)
-                continue
-            if lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
-                held.append(lock)
-            else:
-                missed += 1
+        # logging's module lock first, as logging takes them (dictConfig holds it while it
+        # takes handler locks); its own at-fork hook takes it next (an RLock: at once).
+        # Not had in time: no handler lock either (one of them may be what its holder awaits)
+        module = getattr(logging, "_lock", None)
+        if module is None or module.acquire(timeout=TIMEOUT):
+            if module is not None:
+                held.append(module)
+            missed = 0
+            for handler in found:
+                lock = handler.lock
+                if lock is None:  # a handler that made no lock (createLock overridden)
+                    continue
+                if lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
+                    held.append(lock)
+                else:
+                    missed += 1
     except BaseException:  # noqa: BLE001 - a fork must not fail for logging: release, go on
         _release(held)
-        held, missed = [], 0
-    _held[ident] = held
-    _skipped[ident] = missed
+        held, missed = [], len(found)
+    _mine.held, _mine.skipped = held, missed
 
 
-def _release(locks: list[threading.RLock]) -> None:
+def _release(locks: list[Any]) -> None:
     for lock in reversed(locks):
         try:
             lock.release()
@@ -119,17 +132,14 @@ def _release(locks: list[threading.RLock]) -> None:
 
 
 def _after_in_parent() -> None:
-    _release(_held.pop(threading.get_ident(), []))
+    held, _mine.held = getattr(_mine, "held", []), []
+    _release(held)
 
 
 def _after_in_child() -> None:
-    mine = _held.pop(threading.get_ident(), [])
-    _held.clear()  # other threads' entries: those threads are not in this process
-    missed = _skipped.get(threading.get_ident())
-    _skipped.clear()
-    if missed is not None:
-        _skipped[threading.get_ident()] = missed
-    _release(mine)
+    # (the forking thread's own thread-local data lives on in the child; no other's does)
+    held, _mine.held = getattr(_mine, "held", []), []
+    _release(held)
 
 
 if hasattr(os, "register_at_fork"):  # POSIX

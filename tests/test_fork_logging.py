@@ -57,9 +57,11 @@ def _reap(pid: int) -> int:
     raise AssertionError(f"child {pid} did not exit after reporting")
 
 
-def _fork_and_log(child: Callable[[int], None], forks: int) -> None:
+def _fork_and_log(child: Callable[[int], None], forks: int) -> list[int | None]:
     """Fork ``forks`` times; each child runs ``child(i)`` (logging), writes 'ok' and exits
-    0. A child that does not report within CHILD_WAIT is killed and the test fails."""
+    0. A child that does not report within CHILD_WAIT is killed and the test fails.
+    Returns what the hook skipped at each fork (``_logfork.skipped()``)."""
+    skips: list[int | None] = []
     for i in range(forks):
         r, w = os.pipe()
         pid = os.fork()
@@ -73,6 +75,7 @@ def _fork_and_log(child: Callable[[int], None], forks: int) -> None:
             finally:
                 os._exit(code)
         os.close(w)
+        skips.append(_logfork.skipped())
         try:
             ready, _, _ = select.select([r], [], [], CHILD_WAIT)
             got = os.read(r, 2) if ready else b""
@@ -84,6 +87,7 @@ def _fork_and_log(child: Callable[[int], None], forks: int) -> None:
             raise AssertionError(f"fork {i + 1} of {forks}: the child hung logging its record")
         assert got == b"ok", got
         assert _reap(pid) == 0
+    return skips
 
 
 @pytest.fixture
@@ -161,7 +165,8 @@ def test_children_forked_during_emits_can_log(
     try:
         assert handler in _logfork.handlers()
         with _Spammer(spam_logger) as spammer:
-            _fork_and_log(lambda i: spam_logger.warning("child %d of the fork", i), FORKS)
+            skips = _fork_and_log(lambda i: spam_logger.warning("child %d of the fork", i), FORKS)
+            assert skips == [0] * FORKS  # every lock was had at every fork
             assert spammer.count > FORKS  # the thread was emitting throughout
     finally:
         owner.removeHandler(handler)
@@ -196,7 +201,7 @@ def test_a_session_forked_while_its_reader_logs_stderr(tmp_path: Path) -> None:
                 logger.warning("child %d of the fork", i)
                 session.close()  # the child's copies only
 
-            _fork_and_log(child, 100)
+            assert _fork_and_log(child, 100) == [0] * 100
             assert session.call_tool("echo", {"message": "after"}).content[0].text == "after"
     finally:
         logger.removeHandler(handler)
@@ -231,8 +236,7 @@ def test_a_handler_stuck_in_emit_is_skipped_and_the_fork_goes_on(
 
     def fork() -> None:
         try:
-            _fork_and_log(lambda i: spam_logger.warning("from the child"), 1)
-            outcome.append(_logfork.skipped())
+            outcome.extend(_fork_and_log(lambda i: spam_logger.warning("from the child"), 1))
         except BaseException as exc:  # noqa: BLE001 - reported to the test thread
             outcome.append(exc)
 
@@ -280,8 +284,7 @@ def test_a_fork_from_inside_an_emit_takes_that_handler_again(
         def emit(self, record: logging.LogRecord) -> None:
             if record.getMessage() != "fork now":
                 return
-            _fork_and_log(lambda i: spam_logger.warning("child"), 1)
-            seen.append(_logfork.skipped())
+            seen.extend(_fork_and_log(lambda i: spam_logger.warning("child"), 1))
 
     handler = Forking()
     spam_logger.addHandler(handler)
