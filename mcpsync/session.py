@@ -25,12 +25,14 @@ import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
+from os import getpid as _getpid
 from typing import TYPE_CHECKING, Any, Literal
 
 from . import _bringup, _offer, _tls, _typed
 from ._bringup import BringUp
 from ._catalog import Catalog
 from ._forksafe import own_session, release_session
+from ._lifecycle import Owned
 from ._lifecycle import forked as _forked
 from ._restart import Restarter, RestartPolicy, Restarts
 from ._restart import attach as _restart_attach
@@ -45,7 +47,16 @@ from .errors import (
     ConfigError,
 )
 from .filters import NameFilter, ToolExcluded
-from .protocol import Agreement, CallOptions, Derived, Era, Interest, NotReady, ToolIndex
+from .protocol import (
+    DEFAULT_OPTIONS,
+    Agreement,
+    CallOptions,
+    Derived,
+    Era,
+    Interest,
+    NotReady,
+    ToolIndex,
+)
 from .protocol import pages as _pages
 from .protocol.choose import DEFAULT_CACHES, Caches, resolve_era, server_identity
 from .skills import Skills
@@ -68,7 +79,7 @@ log = logging.getLogger("mcpsync")
 CLIENT_INFO = {"name": "mcpsync", "version": __version__}
 
 
-class Session(BringUp, Catalog, Skills, Restarts):
+class Session(BringUp, Catalog, Skills, Restarts, Owned):
     """A live MCP session. Create it with ``Session.connect(...)``; close it with ``close()``."""
 
     def __init__(self, connection: Connection, *, name: str, strict: bool = True) -> None:
@@ -382,7 +393,7 @@ class Session(BringUp, Catalog, Skills, Restarts):
             params["arguments"] = dict(arguments)
         if meta:
             params["_meta"] = dict(meta)
-        tool = self._tools.get(name)
+        tool = self._tools.by_name.get(name)
         if tool is None or not tool.output_schema:
             return params, _typed.plain_tool_result  # nothing to check beyond the model
         return params, functools.partial(_typed.tool_result, tool)
@@ -428,6 +439,15 @@ class Session(BringUp, Catalog, Skills, Restarts):
         checked against it (``ProtocolError`` if it does not match).
         """
         params, convert = self._tool_call(name, arguments, meta)
+        if (
+            timeout is DEFAULT
+            and on_progress is None
+            and max_timeout is None
+            and not reset_timeout_on_progress
+            and _getpid() == self._owner_pid
+            and ("tools/call" in self._allowed or not self.strict)
+        ):  # the hot path: what _call does for the default options (_require: nothing to do)
+            return self._era.call("tools/call", params, convert, DEFAULT_OPTIONS)
         return self._call(
             "tools/call",
             params,
