@@ -1,0 +1,415 @@
+"""A keep-alive connection to an HTTP server that was restarted on its port (issue 14).
+
+The server processes here are real (a small stdlib Streamable HTTP server in this file,
+the demo HTTP server, the official SDK's 2026-07-28 server), each run under
+``--vanish``: on SIGUSR1 the process puts every TCP connection it holds into repair mode
+and exits, so those connections disappear without a FIN or a reset, as when a server's
+host or container goes away; a new process then listens on the same port. The client's
+pooled connection still looks healthy (ESTABLISHED, nothing received), so the next
+request goes out on it and meets a reset: it provably never reached a server
+(``fastpool._Undelivered``), is sent once more on a new connection, and the new process
+answers it (404 for the old session: re-initialized, then answered). A request the
+server did read before it died is never sent again. Needs CAP_NET_ADMIN (TCP_REPAIR);
+the tests are skipped without it.
+
+Run as a script, this file is the test server: ``--serve --port N`` (stdlib, JSON
+replies, sessions; tools ``echo`` and ``hang``; ``--expire-first K``: the first K
+``tools/call`` requests expire their session and get 404; ``GET /stats``), or
+``--vanish -- <module or script> args...`` to run another server with the SIGUSR1 rule.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+TCP_REPAIR = 19  # linux/tcp.h
+READY = "restart_pool_server ready"
+
+
+# -- the server side (run as a script) ---------------------------------------------------
+
+
+def _vanish(signum: int, frame: Any) -> None:
+    """Every TCP connection of this process disappears silently; then exit."""
+    kept = []
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            sock = socket.socket(fileno=os.dup(int(name)))
+        except (OSError, ValueError):
+            continue
+        kept.append(sock)
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, TCP_REPAIR, 1)
+        except OSError:
+            pass  # not TCP, or a listening socket: closes as usual
+    os._exit(0)
+
+
+def _serve(port: int, expire_first: int) -> None:
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    lock = threading.Lock()
+    state: dict[str, Any] = {"current": None, "next": 1, "expire": expire_first}
+    stats: dict[str, Any] = {"initializes": 0, "calls": [], "not_found": 0}
+    hold = threading.Event()  # never set: ``hang`` blocks until the process dies
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def reply(
+            self, status: int, body: Any = None, headers: dict[str, str] | None = None
+        ) -> None:
+            data = json.dumps(body).encode() if body is not None else b""
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            for key, value in (headers or {}).items():
+                self.send_header(key, value)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:
+            if self.path == "/stats":
+                with lock:
+                    self.reply(200, stats)
+            else:
+                self.reply(405)
+
+        def do_DELETE(self) -> None:
+            self.reply(200)
+
+        def do_POST(self) -> None:
+            message = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+            method, rid = message.get("method"), message.get("id")
+            with lock:
+                if method == "initialize":
+                    sid = f"s{state['next']}"
+                    state["next"] += 1
+                    state["current"] = sid
+                    stats["initializes"] += 1
+                    result = {
+                        "protocolVersion": "2025-11-25",
+                        "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "restart-pool", "version": "1"},
+                    }
+                    self.reply(
+                        200,
+                        {"jsonrpc": "2.0", "id": rid, "result": result},
+                        {"Mcp-Session-Id": sid},
+                    )
+                    return
+                if self.headers.get("Mcp-Session-Id") != state["current"]:
+                    stats["not_found"] += 1
+                    self.reply(
+                        404,
+                        {
+                            "jsonrpc": "2.0",
+                            "id": None,
+                            "error": {"code": -32001, "message": "no session"},
+                        },
+                    )
+                    return
+                if rid is None:
+                    self.reply(202)
+                    return
+                if method == "tools/call":
+                    stats["calls"].append(message["params"])
+                    if state["expire"] > 0:  # this session is gone now: 404
+                        state["expire"] -= 1
+                        state["current"] = None
+                        stats["not_found"] += 1
+                        self.reply(
+                            404,
+                            {
+                                "jsonrpc": "2.0",
+                                "id": None,
+                                "error": {"code": -32001, "message": "expired"},
+                            },
+                        )
+                        return
+                if method == "tools/list":
+                    tool = {"type": "object"}
+                    tools = [{"name": n, "inputSchema": tool} for n in ("echo", "hang")]
+                    self.reply(200, {"jsonrpc": "2.0", "id": rid, "result": {"tools": tools}})
+                    return
+                if method != "tools/call":
+                    self.reply(200, {"jsonrpc": "2.0", "id": rid, "result": {}})
+                    return
+            params = message["params"]
+            if params["name"] == "hang":
+                print(
+                    f"hanging on {params['arguments'].get('message')}", file=sys.stderr, flush=True
+                )
+                hold.wait()
+            text = str(params["arguments"].get("message", ""))
+            result = {"content": [{"type": "text", "text": text}]}
+            self.reply(200, {"jsonrpc": "2.0", "id": rid, "result": result})
+
+    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    server.daemon_threads = True
+    print(f"{READY}: http://127.0.0.1:{server.server_address[1]}/mcp", file=sys.stderr, flush=True)
+    server.serve_forever()
+
+
+def _main(argv: list[str]) -> None:
+    import runpy
+
+    signal.signal(signal.SIGUSR1, _vanish)
+    if argv[0] == "--serve":
+        expire = int(argv[argv.index("--expire-first") + 1]) if "--expire-first" in argv else 0
+        _serve(int(argv[argv.index("--port") + 1]), expire)
+        return
+    assert argv[0] == "--vanish" and argv[1] == "--"
+    target, sys.argv = argv[2], argv[2:]
+    if target.endswith(".py"):
+        sys.path.insert(0, str(Path(target).parent))
+        runpy.run_path(target, run_name="__main__")
+    else:
+        runpy.run_module(target, run_name="__main__", alter_sys=True)
+
+
+if __name__ == "__main__":
+    _main(sys.argv[1:])
+    sys.exit(0)
+
+
+# -- the tests -------------------------------------------------------------------------
+
+import pytest  # noqa: E402
+import requests  # noqa: E402
+from servers.launch import SERVERS_DIR, free_port, start_server  # noqa: E402
+
+import mcpsync  # noqa: E402
+from mcpsync import RestartEvent, RestartPolicy, ServerRestarted  # noqa: E402
+from mcpsync.errors import ConnectError, SessionExpired  # noqa: E402
+from mcpsync.protocol.choose import Caches  # noqa: E402
+
+WAIT = 30.0
+HERE = str(Path(__file__).resolve())
+
+
+def _can_repair() -> bool:
+    """TCP_REPAIR needs CAP_NET_ADMIN (and Linux)."""
+    if sys.platform != "linux":
+        return False
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        with socket.create_connection(listener.getsockname()) as client:
+            accepted, _ = listener.accept()
+            with accepted:
+                try:
+                    accepted.setsockopt(socket.IPPROTO_TCP, TCP_REPAIR, 1)
+                except OSError:
+                    return False
+                accepted.setsockopt(socket.IPPROTO_TCP, TCP_REPAIR, 0)
+            del client
+    return True
+
+
+pytestmark = pytest.mark.skipif(not _can_repair(), reason="TCP_REPAIR needs CAP_NET_ADMIN")
+
+
+def own_server(port: int, *extra: str) -> Any:
+    argv = [sys.executable, HERE, "--serve", "--port", str(port), *extra]
+    return start_server(argv, port=port, path="/mcp", ready_pattern=READY, timeout=WAIT)
+
+
+def vanishing(argv: list[str], port: int, path: str, ready: str | None) -> Any:
+    return start_server(
+        [sys.executable, HERE, "--vanish", "--", *argv], port=port, path=path,
+        ready_pattern=ready, timeout=WAIT,
+    )  # fmt: skip
+
+
+def vanish(server: Any) -> None:
+    """The server process goes; its connections disappear without a FIN or a reset."""
+    os.kill(server.proc.pid, signal.SIGUSR1)
+    assert server.proc.wait(WAIT) == 0
+
+
+def stats(port: int) -> dict[str, Any]:
+    reply = requests.get(f"http://127.0.0.1:{port}/stats", timeout=WAIT)
+    reply.raise_for_status()
+    return reply.json()
+
+
+def echoed(session: mcpsync.Session, text: str) -> str:
+    return session.call_tool("echo", {"message": text}).content[0].text
+
+
+class Restarts:
+    def __init__(self) -> None:
+        self.events: list[RestartEvent] = []
+        self._cond = threading.Condition()
+
+    def __call__(self, event: RestartEvent) -> None:
+        with self._cond:
+            self.events.append(event)
+            self._cond.notify_all()
+
+    def wait(self, count: int = 1) -> RestartEvent:
+        with self._cond:
+            assert self._cond.wait_for(lambda: len(self.events) >= count, WAIT), self.events
+            return self.events[count - 1]
+
+
+def restarted_between_calls(
+    start: Callable[[], Any], check: Callable[[mcpsync.Session], None], **kwargs: Any
+) -> None:
+    """A call on ``start()``'s server, the server vanishes, ``start()`` again on its port,
+    then ``check(session)``."""
+    with start() as first:
+        s = mcpsync.Session.connect(first.url, timeout=WAIT, _caches=Caches(), **kwargs)
+        try:
+            assert echoed(s, "one") == "one"
+            vanish(first)
+            with start():
+                check(s)
+        finally:
+            s.close()
+
+
+def test_a_call_on_a_dead_pooled_connection_goes_out_again_and_reinitializes(no_leaks):
+    port = free_port()
+
+    def check(s: mcpsync.Session) -> None:
+        # reset on the old connection (never acknowledged): sent again on a new one, 404
+        # from the new process, initialized again, sent again, answered: once
+        assert echoed(s, "two") == "two"
+        assert s.reinitializations == 1
+        counts = stats(port)
+        assert counts["initializes"] == 1
+        assert [c["arguments"]["message"] for c in counts["calls"]] == ["two"]
+        assert echoed(s, "three") == "three"
+
+    restarted_between_calls(lambda: own_server(port), check, era="legacy")
+
+
+def test_with_the_restart_policy_the_session_comes_back_with_its_call(no_leaks):
+    seen = Restarts()
+    port = free_port()
+
+    def check(s: mcpsync.Session) -> None:
+        assert echoed(s, "two") == "two"
+        event = seen.wait()
+        assert isinstance(event.reason, SessionExpired) and event.ok is True
+        assert s.restarts == 1 and s.reinitializations == 1
+        assert [c["arguments"]["message"] for c in stats(port)["calls"]] == ["two"]
+
+    policy = RestartPolicy(backoff=0.05, on_restart=seen)
+    restarted_between_calls(lambda: own_server(port), check, era="legacy", restart=policy)
+
+
+def test_a_call_the_dead_server_had_read_is_not_sent_again(no_leaks):
+    """The server read ``hang`` and died running it (its FIN acknowledges the request):
+    the call fails, typed and worded, and the new process never sees it."""
+    port = free_port()
+    with own_server(port) as first:
+        s = mcpsync.Session.connect(first.url, era="legacy", timeout=WAIT, _caches=Caches())
+        try:
+            assert echoed(s, "one") == "one"
+            outcome: list[BaseException] = []
+
+            def call() -> None:
+                try:
+                    s.call_tool("hang", {"message": "once"})
+                except BaseException as exc:  # noqa: BLE001 - the test looks at it
+                    outcome.append(exc)
+
+            caller = threading.Thread(target=call, name="test-hang-caller")
+            caller.start()
+            assert first._stderr.wait_for("hanging on once", WAIT)
+            first.proc.kill()
+            first.proc.wait(WAIT)
+            caller.join(WAIT)
+            assert not caller.is_alive()
+        except BaseException:
+            s.close()
+            raise
+    try:
+        assert len(outcome) == 1 and isinstance(outcome[0], ConnectError), outcome
+        assert "may have received the request" in str(outcome[0])
+        with own_server(port):
+            assert echoed(s, "after") == "after"
+            assert [c["arguments"]["message"] for c in stats(port)["calls"]] == ["after"]
+    finally:
+        s.close()
+
+
+def test_with_the_restart_policy_a_call_the_server_had_read_is_server_restarted(no_leaks):
+    seen = Restarts()
+    port = free_port()
+    policy = RestartPolicy(backoff=0.05, max_backoff=0.2, max_attempts=100, on_restart=seen)
+    with own_server(port) as first:
+        s = mcpsync.Session.connect(
+            first.url, era="legacy", timeout=WAIT, connect_timeout=5, restart=policy,
+            _caches=Caches(),
+        )  # fmt: skip
+        try:
+            assert echoed(s, "one") == "one"
+            outcome: list[BaseException] = []
+
+            def call() -> None:
+                try:
+                    s.call_tool("hang", {"message": "once"})
+                except BaseException as exc:  # noqa: BLE001 - the test looks at it
+                    outcome.append(exc)
+
+            caller = threading.Thread(target=call, name="test-hang-caller")
+            caller.start()
+            assert first._stderr.wait_for("hanging on once", WAIT)
+            first.proc.kill()  # it read the call: its FIN acknowledges it
+            first.proc.wait(WAIT)
+            caller.join(WAIT)
+        except BaseException:
+            s.close()
+            raise
+    try:
+        assert not caller.is_alive()
+        assert len(outcome) == 1 and isinstance(outcome[0], ServerRestarted), outcome
+        assert outcome[0].method == "tools/call"
+        with own_server(port):
+            event = seen.wait()
+            assert event.ok is True
+            assert echoed(s, "back") == "back"
+            assert [c["arguments"]["message"] for c in stats(port)["calls"]] == ["back"]
+    finally:
+        s.close()
+
+
+def test_demo_http_server_sse_replies(no_leaks):
+    port = free_port()
+    argv = ["mcpsync.demo_http", "--port", str(port)]
+
+    def check(s: mcpsync.Session) -> None:
+        assert echoed(s, "two") == "two"
+        assert s.reinitializations == 1
+
+    restarted_between_calls(lambda: vanishing(argv, port, "/mcp", None), check, era="legacy")
+
+
+@pytest.mark.real
+def test_official_sdk_stateless_2026_server(no_leaks):
+    """The 2026-07-28 wire has no session: the request sent again is simply answered."""
+    port = free_port()
+    argv = [str(SERVERS_DIR / "modern_sdk_server.py"), "http", "--port", str(port), "--json"]
+
+    def check(s: mcpsync.Session) -> None:
+        assert s.era == "modern"
+        assert echoed(s, "two") == "two"
+        assert echoed(s, "three") == "three"
+
+    start = lambda: vanishing(argv, port, "/mcp", "modern_sdk_server ready")  # noqa: E731
+    restarted_between_calls(start, check, era="modern")
