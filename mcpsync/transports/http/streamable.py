@@ -151,6 +151,7 @@ class StreamableHTTPTransport(BackChannel, SessionLifecycle, HTTPTransport):
         self._init_headers: dict[str, str] = {}
         self._post_headers: dict[str, str] = {}
         self._post_session: str | None = None
+        self._led: dict[Any, list[SessionExpired]] = {}
         self._rebuild_headers()
 
     # -- Transport -------------------------------------------------------------------
@@ -205,16 +206,24 @@ class StreamableHTTPTransport(BackChannel, SessionLifecycle, HTTPTransport):
         ):
             self._send_handshake(message, method, read_timeout, headers)
             return
+        reasons: list[SessionExpired] | None = None  # expiries this request led
         for _ in range(MAX_RESENDS):
-            with self._state_lock:
-                if self._expiry is None:
-                    hdrs, sent_session = self._post_headers, self._post_session
-                else:  # the session expired: wait for the re-initialization (or lead it)
-                    hdrs, sent_session, read_timeout = self._await_session(
-                        method, is_request, read_timeout
-                    )
-            if self._post(message, method, is_request, hdrs, sent_session, read_timeout, headers):
-                return
+            try:
+                with self._state_lock:
+                    if self._expiry is None:
+                        hdrs, sent_session = self._post_headers, self._post_session
+                    else:  # the session expired: wait for the re-initialization (or lead it)
+                        hdrs, sent_session, read_timeout = self._await_session(
+                            method, is_request, read_timeout
+                        )
+                if self._post(
+                    message, method, is_request, hdrs, sent_session, read_timeout, headers
+                ):
+                    return
+            except SessionExpired as exc:  # this request is to lead a re-initialization
+                if not is_request:
+                    raise
+                reasons = self._expired_again(message["id"], method, exc, reasons)
         raise SessionExpired(
             f"{self.describe()}: the session expired {MAX_RESENDS} times while sending {method}"
         )
