@@ -29,8 +29,9 @@ keyring = pytest.importorskip("keyring")
 from keyring.backend import KeyringBackend  # noqa: E402
 from keyring.errors import PasswordDeleteError  # noqa: E402
 
+import mcpsync  # noqa: E402
 from mcpsync import cli  # noqa: E402
-from mcpsync.auth import TokenStoreSpec  # noqa: E402
+from mcpsync.auth import OAuth, TokenStoreSpec  # noqa: E402
 from mcpsync.auth.keyring_store import KeyringTokenStore  # noqa: E402
 from mcpsync.auth.storage import FileTokenStore, MemoryTokenStore  # noqa: E402
 from mcpsync.demo_http import DemoHTTPServer  # noqa: E402
@@ -198,6 +199,41 @@ def test_smoke_keyring_in_worker_processes_reuses_one_token(home, tmp_path, no_l
         assert token_requests(server) == 1
     assert not (home / "cache" / "mcpsync").exists()
     assert SECRET not in shared.read_text()
+
+
+def test_smoke_keyring_on_dask_workers_reuses_one_token(ring, home, tmp_path, capsys, monkeypatch):
+    """``--dask``: the spec travels to the worker processes of a LocalCluster, each opens the
+    keyring its environment names (the command itself checks the in-process one). A Dask
+    executor takes every entry at once (``--parallel`` bounds only the local pools), so the
+    token is obtained here first, into the keyring file the workers use."""
+    distributed = pytest.importorskip("distributed")
+    shared = tmp_path / "keyring.json"
+    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "test_smoke_keyring.FileKeyring")
+    monkeypatch.setenv("MCPSYNC_TEST_KEYRING", str(shared))
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])
+    )
+    with (
+        DemoHTTPServer(auth=True, clients={"svc": SECRET}) as server,
+        distributed.LocalCluster(
+            processes=True, n_workers=2, threads_per_worker=2, dashboard_address=None
+        ) as cluster,
+    ):
+        store = KeyringTokenStore(backend=FileKeyring())
+        auth = OAuth.client_credentials("svc", SECRET, store=store)
+        with mcpsync.Session.connect(server.url, auth=auth, timeout=30) as s:
+            assert s.call_tool("echo", {"message": "here"}).content[0].text == "here"
+        assert token_requests(server) == 1
+        assert f"mcpsync token {server.origin} {server.url} svc" in json.loads(shared.read_text())
+        config = str(write_config(home, server.url))
+        for _ in range(2):
+            code, report = smoke_in_process(
+                capsys, config, "--keyring", "--dask", cluster.scheduler_address
+            )
+            assert code == 0 and all_ok(report), report
+            assert token_requests(server) == 1
+    assert not ring.entries  # the workers' keyring, not this process's
+    assert not (home / "cache" / "mcpsync").exists()
 
 
 # -- the spec itself ------------------------------------------------------------------------------
