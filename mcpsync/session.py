@@ -28,7 +28,7 @@ from concurrent.futures import Future
 from os import getpid as _getpid
 from typing import TYPE_CHECKING, Any, Literal
 
-from . import _bringup, _offer, _tls, _typed
+from . import _bringup, _offer, _tasks, _tls, _typed
 from ._bringup import BringUp
 from ._catalog import Catalog
 from ._forksafe import own_session, release_session
@@ -381,8 +381,14 @@ class Session(BringUp, Catalog, Skills, Restarts, Owned):
         return list(self._wait(self.submit_list_tools()))
 
     def _tool_call(
-        self, name: str, arguments: Mapping[str, Any] | None, meta: Mapping[str, Any] | None
-    ) -> tuple[dict[str, Any], Callable[[Any], Any]]:
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None,
+        meta: Mapping[str, Any] | None,
+        task: _tasks.TaskOption = None,
+    ) -> tuple[dict[str, Any], Callable[[Any], Any], dict[str, Any] | None]:
+        """The params, the result's converter, and the ``task`` member when the call goes
+        as a 2025-11-25 task (``_tasks.decide``; None: a plain call)."""
         if self._tool_filter is not None and not self._tool_filter.allows(name):
             raise ToolExcluded(
                 f"tool {name!r} is hidden by the tool filters of session {self.name!r} "
@@ -394,9 +400,13 @@ class Session(BringUp, Catalog, Skills, Restarts, Owned):
         if meta:
             params["_meta"] = dict(meta)
         tool = self._tools.by_name.get(name)
+        as_task = None
+        if task is not None or (tool is not None and tool.execution is not None):
+            if (as_task := _tasks.decide(self, name, tool, task)) is not None:
+                params["task"] = as_task
         if tool is None or not tool.output_schema:
-            return params, _typed.plain_tool_result  # nothing to check beyond the model
-        return params, functools.partial(_typed.tool_result, tool)
+            return params, _typed.plain_tool_result, as_task  # nothing to check beyond the model
+        return params, functools.partial(_typed.tool_result, tool), as_task
 
     def submit_call_tool(
         self,
@@ -408,9 +418,25 @@ class Session(BringUp, Catalog, Skills, Restarts, Owned):
         reset_timeout_on_progress: bool = False,
         max_timeout: float | None = None,
         meta: Mapping[str, Any] | None = None,
+        task: _tasks.TaskOption = None,
     ) -> Future[CallToolResult]:
-        """Like ``call_tool``, but returns at once with a ``Future`` (``cancel()`` tells the server)."""
-        params, convert = self._tool_call(name, arguments, meta)
+        """Like ``call_tool``, but returns at once with a ``Future`` (``cancel()`` tells the server).
+
+        As a task (``task=``, see ``call_tool``), a 2025-11-25 call returns a
+        ``TaskFuture``: its ``task_id`` is set once the ``CreateTaskResult`` came
+        (``wait_task_id()`` blocks for it), ``cancel()`` sends ``tasks/cancel``; a modern
+        call returns a future whose ``task_id`` is set if the server made it a task::
+
+            future = s.submit_call_tool("slow", {"n": 3}, task=600)  # ttl: 10 minutes
+            keep(future.wait_task_id(30))  # s.task(that_id) picks it up later, anywhere
+            print(future.result().content[0].text)
+        """
+        params, convert, as_task = self._tool_call(name, arguments, meta, task)
+        if as_task is not None:
+            return _tasks.start(
+                self, params, convert, timeout=timeout, on_progress=on_progress,
+                reset_timeout_on_progress=reset_timeout_on_progress, max_timeout=max_timeout,
+            )  # fmt: skip
         return self._submit(
             "tools/call",
             params,
@@ -431,16 +457,30 @@ class Session(BringUp, Catalog, Skills, Restarts, Owned):
         reset_timeout_on_progress: bool = False,
         max_timeout: float | None = None,
         meta: Mapping[str, Any] | None = None,
+        task: _tasks.TaskOption = None,
     ) -> CallToolResult:
         """Call a tool and return its result (``is_error`` is set when the tool failed).
 
         ``on_progress(Progress)`` receives the server's progress reports. When the tool
         list was fetched and declares an ``outputSchema``, the structured result is
         checked against it (``ProtocolError`` if it does not match).
+
+        ``task``: run the call as a task (tasks). 2025-11-25: True (the server's default
+        ttl) or a ttl in seconds sends a task-augmented call and follows the task
+        (``tasks/get``, ``tasks/result``) until it ends, bounded by its ttl and
+        ``timeout`` per request; Ctrl-C cancels it (``tasks/cancel``). None: a tool
+        listed with ``execution.taskSupport`` "required" goes as a task by itself, others
+        plainly; False: never as a task. ``CapabilityError``, nothing sent, when the
+        server declares no ``tasks.requests.tools.call`` or the tool is "forbidden"
+        (absent). 2026-07-28: the server decides (tasks extension); ``task`` only checks
+        the extension was agreed. See ``mcpsync._tasks``::
+
+            report = s.call_tool("research", {"topic": "x"}, task=True)
         """
-        params, convert = self._tool_call(name, arguments, meta)
+        params, convert, as_task = self._tool_call(name, arguments, meta, task)
         if (
-            timeout is DEFAULT
+            as_task is None
+            and timeout is DEFAULT
             and on_progress is None
             and max_timeout is None
             and not reset_timeout_on_progress
@@ -448,6 +488,11 @@ class Session(BringUp, Catalog, Skills, Restarts, Owned):
             and ("tools/call" in self._allowed or not self.strict)
         ):  # the hot path: what _call does for the default options (_require: nothing to do)
             return self._era.call("tools/call", params, convert, DEFAULT_OPTIONS)
+        if as_task is not None:
+            return _tasks.call(
+                self, params, convert, timeout=timeout, on_progress=on_progress,
+                reset_timeout_on_progress=reset_timeout_on_progress, max_timeout=max_timeout,
+            )  # fmt: skip
         return self._call(
             "tools/call",
             params,

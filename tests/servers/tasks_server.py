@@ -1,11 +1,25 @@
 """A 2025-11-25 stdio server with tasks kept on disk, so a task outlives the server process.
 
-Usage: ``python tasks_server.py STORE_DIR``. One tool, ``slow`` (``execution.taskSupport``
-"required"): ``tools/call`` with ``task`` makes a task (a JSON file in STORE_DIR) and answers
-``CreateTaskResult`` at once. The task stays ``working`` until the file ``STORE_DIR/release``
-exists (the test decides when it ends); then ``tasks/get`` says ``completed`` and
-``tasks/result`` answers the ``CallToolResult`` ("done: <message>"). Every server started on
-the same STORE_DIR sees the same tasks: kill one, start another, the task is still there.
+Usage: ``python tasks_server.py STORE_DIR [--no-tasks]``. Tools, by ``execution.taskSupport``:
+
+- ``slow`` ("required"): ``tools/call`` with ``task`` makes a task (a JSON file in STORE_DIR)
+  and answers ``CreateTaskResult`` at once; without ``task`` it answers -32601 (the spec's
+  MUST). The task stays ``working`` until the file ``STORE_DIR/release`` exists (the test
+  decides when it ends); then ``tasks/get`` says ``completed`` and ``tasks/result`` answers
+  the ``CallToolResult`` ("done: <message>"). ``{"announce": true}`` in the arguments: a
+  ``notifications/message`` "created <taskId>" follows the ``CreateTaskResult``.
+- ``counted`` ("optional", with an ``outputSchema`` {n: integer}): plainly or as a task
+  (completed at once); the result's ``structuredContent`` is ``{"n": <the argument n>}``,
+  so a string ``n`` breaks the schema.
+- ``quick`` (no ``execution``: "forbidden"): a plain call answers "quick: <message>"; with
+  ``task`` it answers -32601.
+
+``tasks/cancel`` marks a task cancelled (-32602 once it is terminal). Every request the
+server reads is appended to ``STORE_DIR/requests-<pid>.jsonl`` (method, params) before it
+is answered, so a test sees what was sent. ``--no-tasks``: no ``tasks`` capability, and
+``task`` in a ``tools/call`` is ignored (answered plainly, as the spec says a receiver that
+does not take tasks must). Every server started on the same STORE_DIR sees the same tasks:
+kill one, start another, the task is still there.
 """
 
 from __future__ import annotations
@@ -17,82 +31,158 @@ import uuid
 from typing import Any
 
 STORE = sys.argv[1]
-TOOL = {
-    "name": "slow",
-    "description": "finishes when the test releases it",
-    "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}},
-    "execution": {"taskSupport": "required"},
-}
+TASKS = "--no-tasks" not in sys.argv[2:]
+TOOLS = [
+    {
+        "name": "slow",
+        "description": "finishes when the test releases it",
+        "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}},
+        "execution": {"taskSupport": "required"},
+    },
+    {
+        "name": "counted",
+        "description": "returns {n} (task or not)",
+        "inputSchema": {"type": "object", "properties": {"n": {}}},
+        "outputSchema": {
+            "type": "object",
+            "properties": {"n": {"type": "integer"}},
+            "required": ["n"],
+        },
+        "execution": {"taskSupport": "optional"},
+    },
+    {
+        "name": "quick",
+        "description": "answers at once, never as a task",
+        "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}},
+    },
+]
+SUPPORT = {t["name"]: (t.get("execution") or {}).get("taskSupport", "forbidden") for t in TOOLS}
 
 
-def task_of(task_id: str) -> dict[str, Any] | None:
+class MethodNotFound(Exception):
+    pass
+
+
+def path_of(task_id: str) -> str:
+    return os.path.join(STORE, f"task-{task_id}.json")
+
+
+def stored(task_id: str) -> dict[str, Any] | None:
     try:
-        with open(os.path.join(STORE, f"task-{task_id}.json")) as f:
-            stored: dict[str, Any] = json.load(f)
+        with open(path_of(task_id)) as f:
+            data: dict[str, Any] = json.load(f)
     except FileNotFoundError:
         return None
-    done = os.path.exists(os.path.join(STORE, "release"))
+    return data
+
+
+def status_of(data: dict[str, Any]) -> str:
+    if data.get("cancelled"):
+        return "cancelled"
+    if data["tool"] != "slow" or os.path.exists(os.path.join(STORE, "release")):
+        return "completed"
+    return "working"
+
+
+def task_of(task_id: str, data: dict[str, Any]) -> dict[str, Any]:
     return {
         "taskId": task_id,
-        "status": "completed" if done else "working",
-        "ttl": 60000,
+        "status": status_of(data),
+        "ttl": data.get("ttl") or 60000,
         "pollInterval": 20,
         "createdAt": "2026-01-01T00:00:00Z",
         "lastUpdatedAt": "2026-01-01T00:00:00Z",
-        "_message": stored["message"],
     }
 
 
-def answer(msg: dict[str, Any]) -> dict[str, Any] | None:
+def outcome(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    if tool == "slow":
+        return {"content": [{"type": "text", "text": f"done: {arguments.get('message', '')}"}]}
+    if tool == "counted":
+        n = arguments.get("n")
+        return {"content": [{"type": "text", "text": str(n)}], "structuredContent": {"n": n}}
+    return {"content": [{"type": "text", "text": f"quick: {arguments.get('message', '')}"}]}
+
+
+def answer(msg: dict[str, Any], later: list[dict[str, Any]]) -> dict[str, Any] | None:
     method, params = msg.get("method"), msg.get("params") or {}
     if method == "initialize":
-        caps = {
-            "tools": {},
-            "tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}},
-        }
+        caps: dict[str, Any] = {"tools": {}, "logging": {}}
+        if TASKS:
+            caps["tasks"] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
         return {"protocolVersion": "2025-11-25", "capabilities": caps,
                 "serverInfo": {"name": "tasks-on-disk", "version": "1"}}  # fmt: skip
     if method == "tools/list":
-        return {"tools": [TOOL]}
+        return {"tools": TOOLS}
     if method == "ping":
         return {}
-    if method == "tools/call" and "task" in params:
+    if method == "tools/call":
+        tool, arguments = params.get("name"), params.get("arguments") or {}
+        if tool not in SUPPORT:
+            raise LookupError(f"no tool {tool!r}")
+        as_task = TASKS and "task" in params
+        if not as_task:
+            if TASKS and SUPPORT[tool] == "required":
+                raise MethodNotFound(f"tool {tool!r} must be called as a task")
+            return outcome(tool, arguments)
+        if SUPPORT[tool] == "forbidden":
+            raise MethodNotFound(f"tool {tool!r} cannot be called as a task")
         task_id = uuid.uuid4().hex
-        message = (params.get("arguments") or {}).get("message", "")
-        with open(os.path.join(STORE, f"task-{task_id}.json"), "w") as f:
-            json.dump({"message": message, "pid": os.getpid()}, f)
-        task = task_of(task_id)
-        assert task is not None
-        task.pop("_message")
-        return {"task": task}
-    if method in ("tasks/get", "tasks/result"):
-        task = task_of(params.get("taskId", ""))
-        if task is None:
-            raise LookupError(f"no task {params.get('taskId')!r}")
-        message = task.pop("_message")
+        ttl = (params.get("task") or {}).get("ttl")
+        data = {"tool": tool, "arguments": arguments, "ttl": ttl, "pid": os.getpid()}
+        with open(path_of(task_id), "w") as f:
+            json.dump(data, f)
+        if arguments.get("announce"):
+            later.append({"jsonrpc": "2.0", "method": "notifications/message",
+                          "params": {"level": "info", "data": f"created {task_id}"}})  # fmt: skip
+        return {"task": task_of(task_id, data)}
+    if method in ("tasks/get", "tasks/result", "tasks/cancel"):
+        task_id = params.get("taskId", "")
+        data = stored(task_id)
+        if data is None:
+            raise LookupError(f"no task {task_id!r}")
+        task = task_of(task_id, data)
         if method == "tasks/get":
             return task
+        if method == "tasks/cancel":
+            if task["status"] != "working":
+                raise LookupError(f"task {task_id} is {task['status']}: not cancelled")
+            data["cancelled"] = True
+            with open(path_of(task_id), "w") as f:
+                json.dump(data, f)
+            return task_of(task_id, data)
         if task["status"] != "completed":
             raise RuntimeError("tasks/result before the end (this server does not block)")
-        return {"content": [{"type": "text", "text": f"done: {message}"}], "isError": False}
-    raise NotImplementedError(method)
+        result = outcome(data["tool"], data["arguments"])
+        result["_meta"] = {"io.modelcontextprotocol/related-task": {"taskId": task_id}}
+        return result
+    raise MethodNotFound(method)
 
 
 def main() -> None:
+    log = open(os.path.join(STORE, f"requests-{os.getpid()}.jsonl"), "a")  # noqa: SIM115
     for line in sys.stdin:
         msg = json.loads(line)
         if "id" not in msg or "method" not in msg:
             continue
+        log.write(json.dumps({"method": msg["method"], "params": msg.get("params")}) + "\n")
+        log.flush()
+        later: list[dict[str, Any]] = []
         try:
-            reply: dict[str, Any] = {"jsonrpc": "2.0", "id": msg["id"], "result": answer(msg)}
-        except (LookupError, NotImplementedError, RuntimeError) as exc:
-            code = -32601 if isinstance(exc, NotImplementedError) else -32602
+            reply: dict[str, Any] = {
+                "jsonrpc": "2.0",
+                "id": msg["id"],
+                "result": answer(msg, later),
+            }
+        except (LookupError, MethodNotFound, RuntimeError) as exc:
+            code = -32601 if isinstance(exc, MethodNotFound) else -32602
             reply = {
                 "jsonrpc": "2.0",
                 "id": msg["id"],
                 "error": {"code": code, "message": str(exc)},
             }
-        print(json.dumps(reply), flush=True)
+        for out in [reply, *later]:
+            print(json.dumps(out), flush=True)
 
 
 if __name__ == "__main__":

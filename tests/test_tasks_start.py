@@ -1,0 +1,293 @@
+"""Tasks started by ``call_tool(task=...)`` / ``submit_call_tool(task=...)``.
+
+2025-11-25 against real peers: the on-disk tasks server (``servers/tasks_server.py``: it logs
+every request it reads, so "nothing sent" is checked on the server's side) and the npm
+server-everything (``simulate-research-query``, ``execution.taskSupport`` "required").
+The 2026-07-28 era (the server decides) against a scripted server over the memory pair.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from concurrent.futures import CancelledError
+from pathlib import Path
+from typing import Any
+
+import mcp_types
+import psutil
+import pytest
+from servers.launch import SERVERS_DIR, everything_stdio_argv
+from test_restart import Restarts
+
+import mcpsync
+from mcpsync import RestartPolicy
+from mcpsync._tasks import TaskFuture
+
+WAIT = 30.0
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def tasks_argv(store: Path, *flags: str) -> list[str]:
+    return [sys.executable, str(SERVERS_DIR / "tasks_server.py"), str(store), *flags]
+
+
+def seen(store: Path, method: str | None = None) -> list[dict[str, Any]]:
+    """Every request the tasks servers on ``store`` read (of ``method``), in order."""
+    out = []
+    for log in sorted(store.glob("requests-*.jsonl")):
+        out += [json.loads(line) for line in log.read_text().splitlines()]
+    return [r for r in out if method is None or r["method"] == method]
+
+
+def tool_calls(store: Path) -> list[dict[str, Any]]:
+    return [r["params"] for r in seen(store, "tools/call")]
+
+
+def everything() -> list[str]:
+    try:
+        return everything_stdio_argv()
+    except Exception as exc:  # noqa: BLE001 - LaunchError: the npm peers are missing
+        pytest.skip(str(exc))
+
+
+# -- the on-disk tasks server ------------------------------------------------------------------
+
+
+def test_task_true_and_a_ttl_start_a_task_with_a_typed_checked_result(no_leaks, tmp_path: Path):
+    with mcpsync.Session.connect(tasks_argv(tmp_path), timeout=10) as s:
+        s.list_tools()
+        future = s.submit_call_tool("counted", {"n": 3}, task=True)
+        assert isinstance(future, TaskFuture)
+        task_id = future.wait_task_id(WAIT)
+        assert isinstance(task_id, str) and future.task_id == task_id
+        result = future.result(WAIT)
+        assert isinstance(result, mcp_types.CallToolResult)
+        assert result.structured_content == {"n": 3}
+        # blocking, with a ttl in seconds: the wire has it in milliseconds
+        assert s.call_tool("counted", {"n": 4}, task=90).structured_content == {"n": 4}
+        # the outputSchema is checked on the task's result as on a plain call's
+        with pytest.raises(mcpsync.ProtocolError, match="counted"):
+            s.call_tool("counted", {"n": "four"}, task=True)
+        # an optional tool without task=: a plain call
+        assert s.call_tool("counted", {"n": 5}).structured_content == {"n": 5}
+    calls = tool_calls(tmp_path)
+    assert [c.get("task") for c in calls] == [{}, {"ttl": 90000}, {}, None]
+    assert [r["params"]["taskId"] for r in seen(tmp_path, "tasks/result")][0] == task_id
+
+
+def test_a_required_tool_called_plainly_goes_as_a_task_and_another_session_picks_it_up(
+    no_leaks, tmp_path: Path
+):
+    with mcpsync.Session.connect(tasks_argv(tmp_path), timeout=10) as s:
+        s.list_tools()
+        future = s.submit_call_tool("slow", {"message": "m1"})  # taskSupport "required"
+        task_id = future.wait_task_id(WAIT)
+        assert isinstance(task_id, str) and not future.done()  # working until released
+        with mcpsync.Session.connect(tasks_argv(tmp_path), timeout=10) as other:
+            picked = other.task(task_id)
+            assert picked.task_id == task_id
+            (tmp_path / "release").touch()
+            assert picked.result(WAIT).content[0].text == "done: m1"
+        assert future.result(WAIT).content[0].text == "done: m1"
+        # blocking: released already, so it completes at the first poll
+        assert s.call_tool("slow", {"message": "m2"}).content[0].text == "done: m2"
+    assert [c.get("task") for c in tool_calls(tmp_path)] == [{}, {}]
+
+
+def test_refused_task_calls_send_nothing(no_leaks, tmp_path: Path):
+    with mcpsync.Session.connect(tasks_argv(tmp_path), timeout=10) as s:
+        s.list_tools()
+        with pytest.raises(mcpsync.CapabilityError, match=r"'quick'.*forbidden"):
+            s.call_tool("quick", {"message": "x"}, task=True)  # no execution: forbidden
+        with pytest.raises(mcpsync.CapabilityError, match=r"'quick'.*forbidden"):
+            s.submit_call_tool("quick", {"message": "x"}, task=5)
+        with pytest.raises(mcpsync.CapabilityError, match=r"'slow'.*required"):
+            s.call_tool("slow", {"message": "x"}, task=False)
+        with pytest.raises(mcpsync.ConfigError, match="ttl in seconds"):
+            s.call_tool("counted", {"n": 1}, task=0)
+        assert s.call_tool("quick", {"message": "plain"}).content[0].text == "quick: plain"
+    # the server read one tools/call: the plain one (and each reply came after its request)
+    assert tool_calls(tmp_path) == [{"name": "quick", "arguments": {"message": "plain"}}]
+
+
+def test_a_server_without_tasks_refuses_task_calls_unless_lax(no_leaks, tmp_path: Path):
+    argv = tasks_argv(tmp_path, "--no-tasks")
+    with mcpsync.Session.connect(argv, timeout=10) as s:
+        s.list_tools()
+        with pytest.raises(mcpsync.CapabilityError, match="tasks.requests.tools.call"):
+            s.call_tool("counted", {"n": 1}, task=True)
+        with pytest.raises(mcpsync.CapabilityError, match=r"'slow'.*tasks.requests.tools.call"):
+            s.call_tool("slow", {"message": "x"})  # required, and the server takes no tasks
+        s.ping()
+    assert tool_calls(tmp_path) == []
+    # strict=False sends it; the server ignores the task and answers plainly (the spec's
+    # rule for a receiver without the capability): that result is the outcome
+    with mcpsync.Session.connect(argv, timeout=10, strict=False) as s:
+        s.list_tools()
+        future = s.submit_call_tool("counted", {"n": 2}, task=True)
+        assert future.result(WAIT).structured_content == {"n": 2}
+        assert future.wait_task_id(0) is None
+    assert [c.get("task") for c in tool_calls(tmp_path)] == [{}]
+
+
+def test_cancelling_a_started_task_sends_tasks_cancel(no_leaks, tmp_path: Path):
+    with mcpsync.Session.connect(tasks_argv(tmp_path), timeout=10) as s:
+        s.list_tools()
+        future = s.submit_call_tool("slow", {"message": "never"}, task=True)
+        task_id = future.wait_task_id(WAIT)
+        assert future.cancel() and future.cancelled()
+        with pytest.raises(CancelledError):
+            future.result(0)
+        s.ping()  # after tasks/cancel on the same pipe: the server has handled it
+        assert [r["params"] for r in seen(tmp_path, "tasks/cancel")] == [{"taskId": task_id}]
+        with pytest.raises(mcpsync.RequestCancelled):
+            s.task(task_id).result(WAIT)  # picked up again: it was cancelled
+        assert future.cancel()  # cancelled already (Future's rule), and not sent again:
+        s.ping()
+        assert len(seen(tmp_path, "tasks/cancel")) == 1
+
+
+def test_ctrl_c_during_a_blocking_task_call_cancels_only_that_task(no_leaks, tmp_path: Path):
+    code = textwrap.dedent(
+        """
+        import json, sys
+        import mcpsync
+        argv = json.loads(sys.argv[1])
+        announce = lambda m: print("LOG", m.data, flush=True)
+        with mcpsync.Session.connect(argv, timeout=10, on_log=announce) as s:
+            s.list_tools()
+            try:
+                s.call_tool("slow", {"message": "m", "announce": True})
+                print("NOT INTERRUPTED", flush=True)
+            except KeyboardInterrupt:
+                print("INTERRUPTED", flush=True)
+            print("AFTER", s.call_tool("quick", {"message": "still"}).content[0].text, flush=True)
+        """
+    )
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    child = subprocess.Popen(
+        [sys.executable, "-c", code, json.dumps(tasks_argv(tmp_path))],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=str(ROOT),
+    )  # fmt: skip
+    try:
+        assert child.stdout is not None
+        line, deadline = "", time.monotonic() + 60
+        with selectors.DefaultSelector() as sel:
+            sel.register(child.stdout, selectors.EVENT_READ)
+            while not line.startswith("LOG created") and time.monotonic() < deadline:
+                if sel.select(timeout=deadline - time.monotonic()):
+                    line = child.stdout.readline()
+                    if not line:
+                        break
+        assert line.startswith("LOG created"), child.stderr.read() if child.stderr else ""
+        task_id = line.split()[-1]
+        child.send_signal(signal.SIGINT)  # the task id is known: the reply came first
+        out, err = child.communicate(timeout=60)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait(10)
+    assert child.returncode == 0, err
+    assert out.splitlines() == ["INTERRUPTED", "AFTER quick: still"]
+    assert [r["params"] for r in seen(tmp_path, "tasks/cancel")] == [{"taskId": task_id}]
+    with mcpsync.Session.connect(tasks_argv(tmp_path), timeout=10) as s:
+        got = s.connection.wait(s.connection.request("tasks/get", {"taskId": task_id}))
+        assert got["status"] == "cancelled"
+
+
+def test_a_started_task_is_followed_across_a_server_restart(no_leaks, tmp_path: Path):
+    restarted = Restarts()
+    policy = RestartPolicy(backoff=0, on_restart=restarted)
+    with mcpsync.Session.connect(tasks_argv(tmp_path), restart=policy, timeout=10) as s:
+        s.list_tools()
+        future = s.submit_call_tool("slow", {"message": "across"})
+        task_id = future.wait_task_id(WAIT)
+        first = s.transport.process.pid
+        psutil.Process(first).kill()
+        assert restarted.wait().ok and s.restarts == 1
+        (tmp_path / "release").touch()
+        assert future.result(WAIT).content[0].text == "done: across"
+        assert future.task_id == task_id
+    later = [p for p in tmp_path.glob("requests-*.jsonl") if p.name != f"requests-{first}.jsonl"]
+    assert len(later) == 1  # the restarted server was polled, and answered the result
+    asked = [json.loads(line) for line in later[0].read_text().splitlines()]
+    assert {"method": "tasks/result", "params": {"taskId": task_id}} in asked
+
+
+# -- server-everything -------------------------------------------------------------------------
+
+
+@pytest.mark.real
+def test_server_everything_required_task_tool_called_plainly(no_leaks):
+    with mcpsync.Session.connect(everything(), timeout=20) as s:
+        tools = {t.name: t for t in s.list_tools()}
+        assert tools["simulate-research-query"].execution.task_support == "required"
+        result = s.call_tool("simulate-research-query", {"topic": "healing"})
+        assert isinstance(result, mcp_types.CallToolResult) and result.is_error is not True
+        assert "Research Report: healing" in result.content[0].text
+        with pytest.raises(mcpsync.CapabilityError, match=r"'echo'.*forbidden"):
+            s.call_tool("echo", {"message": "x"}, task=True)
+        assert s.call_tool("echo", {"message": "x"}).content[0].text.endswith("x")
+
+
+@pytest.mark.real
+def test_server_everything_task_started_picked_up_and_cancelled(no_leaks):
+    with mcpsync.Session.connect(everything(), timeout=20) as s:
+        s.list_tools()
+        future = s.submit_call_tool("simulate-research-query", {"topic": "ids"}, task=120)
+        task_id = future.wait_task_id(WAIT)
+        assert isinstance(task_id, str)
+        text = s.task(task_id).result(WAIT).content[0].text  # the same task, by its id
+        assert "Research Report: ids" in text
+        assert future.result(WAIT).content[0].text == text
+        doomed = s.submit_call_tool("simulate-research-query", {"topic": "doomed"}, task=True)
+        doomed_id = doomed.wait_task_id(WAIT)
+        assert doomed.cancel()
+        with pytest.raises(mcpsync.RequestCancelled):
+            s.task(doomed_id).result(WAIT)  # tasks/cancel was handled before this tasks/get
+
+
+# -- the 2026-07-28 era: the server decides ----------------------------------------------------
+
+
+def test_modern_task_option_is_checked_then_left_to_the_server(no_leaks):
+    from fakes import FakeServer
+    from test_modern_memory import connect, discover_result
+
+    from mcpsync.modern import TASKS_EXTENSION
+
+    def task(status: str, **extra: Any) -> dict[str, Any]:
+        return {"taskId": "t-9", "status": status, "createdAt": "2026-01-01T00:00:00Z",
+                "lastUpdatedAt": "2026-01-01T00:00:00Z", "ttlMs": 60000, "pollIntervalMs": 5,
+                **extra}  # fmt: skip
+
+    done = task("completed", result={"content": [{"type": "text", "text": "ok"}]})
+    handlers = {
+        "tools/call": lambda m: {"resultType": "task", **task("working")},
+        "tasks/get": lambda m: {"resultType": "complete", **done},
+    }
+    caps = {"tools": {}, "extensions": {TASKS_EXTENSION: {}}}
+    server = FakeServer(
+        handlers={"server/discover": lambda m: discover_result(capabilities=caps), **handlers}
+    )
+    with connect(server) as s:
+        assert s.era == "modern"
+        future = s.submit_call_tool("long", {}, task=30)
+        assert future.result(WAIT).content[0].text == "ok" and future.task_id == "t-9"
+        assert s.call_tool("long", {}, task=True).content[0].text == "ok"
+    calls = [m["params"] for m in server.log if m.get("method") == "tools/call"]
+    assert len(calls) == 2 and not any("task" in c for c in calls)  # no per-request flag
+    plain = FakeServer(
+        handlers={"server/discover": lambda m: discover_result(capabilities={"tools": {}})}
+    )
+    with connect(plain) as s:
+        with pytest.raises(mcpsync.CapabilityError, match="tasks extension"):
+            s.call_tool("long", {}, task=True)
+    assert not [m for m in plain.log if m.get("method") == "tools/call"]
