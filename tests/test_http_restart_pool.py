@@ -13,7 +13,7 @@ server did read before it died is never sent again. Needs CAP_NET_ADMIN (TCP_REP
 the tests are skipped without it.
 
 Run as a script, this file is the test server: ``--serve --port N`` (stdlib, JSON
-replies, sessions; tools ``echo`` and ``hang``; ``--expire-first K``: the first K
+replies, sessions, a GET stream; tools ``echo`` and ``hang``; ``--expire-first K``: the first K
 ``tools/call`` requests expire their session and get 404; ``GET /stats``), or
 ``--vanish -- <module or script> args...`` to run another server with the SIGUSR1 rule.
 """
@@ -83,8 +83,19 @@ def _serve(port: int, expire_first: int) -> None:
             if self.path == "/stats":
                 with lock:
                     self.reply(200, stats)
-            else:
-                self.reply(405)
+                return
+            sid = self.headers.get("Mcp-Session-Id")
+            with lock:
+                known = sid is not None and sid == state["current"]
+            if not known:
+                self.reply(404 if sid else 400)
+                return
+            self.send_response(200)  # the GET stream: open until the process ends
+            self.send_header("Content-Type", "text/event-stream")
+            self.end_headers()
+            self.wfile.flush()
+            print(f"GET stream for {sid}", file=sys.stderr, flush=True)
+            hold.wait()
 
         def do_DELETE(self) -> None:
             self.reply(200)
@@ -94,7 +105,7 @@ def _serve(port: int, expire_first: int) -> None:
             method, rid = message.get("method"), message.get("id")
             with lock:
                 if method == "initialize":
-                    sid = f"s{state['next']}"
+                    sid = f"{os.getpid()}-{state['next']}"
                     state["next"] += 1
                     state["current"] = sid
                     stats["initializes"] += 1
@@ -266,17 +277,17 @@ class Restarts:
 
 
 def restarted_between_calls(
-    start: Callable[[], Any], check: Callable[[mcpsync.Session], None], **kwargs: Any
+    start: Callable[[], Any], check: Callable[[mcpsync.Session, Any], None], **kwargs: Any
 ) -> None:
     """A call on ``start()``'s server, the server vanishes, ``start()`` again on its port,
-    then ``check(session)``."""
+    then ``check(session, new_server)``."""
     with start() as first:
         s = mcpsync.Session.connect(first.url, timeout=WAIT, _caches=Caches(), **kwargs)
         try:
             assert echoed(s, "one") == "one"
             vanish(first)
-            with start():
-                check(s)
+            with start() as second:
+                check(s, second)
         finally:
             s.close()
 
@@ -284,7 +295,7 @@ def restarted_between_calls(
 def test_a_call_on_a_dead_pooled_connection_goes_out_again_and_reinitializes(no_leaks):
     port = free_port()
 
-    def check(s: mcpsync.Session) -> None:
+    def check(s: mcpsync.Session, server: Any) -> None:
         # reset on the old connection (never acknowledged): sent again on a new one, 404
         # from the new process, initialized again, sent again, answered: once
         assert echoed(s, "two") == "two"
@@ -293,6 +304,9 @@ def test_a_call_on_a_dead_pooled_connection_goes_out_again_and_reinitializes(no_
         assert counts["initializes"] == 1
         assert [c["arguments"]["message"] for c in counts["calls"]] == ["two"]
         assert echoed(s, "three") == "three"
+        # the old session's GET stream sat on a connection that is gone (no FIN ends it):
+        # ended at the re-initialization, one is opened for the new session
+        assert server._stderr.wait_for("GET stream for ", WAIT)
 
     restarted_between_calls(lambda: own_server(port), check, era="legacy")
 
@@ -301,7 +315,7 @@ def test_with_the_restart_policy_the_session_comes_back_with_its_call(no_leaks):
     seen = Restarts()
     port = free_port()
 
-    def check(s: mcpsync.Session) -> None:
+    def check(s: mcpsync.Session, server: Any) -> None:
         assert echoed(s, "two") == "two"
         event = seen.wait()
         assert isinstance(event.reason, SessionExpired) and event.ok is True
@@ -393,7 +407,7 @@ def test_demo_http_server_sse_replies(no_leaks):
     port = free_port()
     argv = ["mcpsync.demo_http", "--port", str(port)]
 
-    def check(s: mcpsync.Session) -> None:
+    def check(s: mcpsync.Session, server: Any) -> None:
         assert echoed(s, "two") == "two"
         assert s.reinitializations == 1
 
@@ -406,7 +420,7 @@ def test_official_sdk_stateless_2026_server(no_leaks):
     port = free_port()
     argv = [str(SERVERS_DIR / "modern_sdk_server.py"), "http", "--port", str(port), "--json"]
 
-    def check(s: mcpsync.Session) -> None:
+    def check(s: mcpsync.Session, server: Any) -> None:
         assert s.era == "modern"
         assert echoed(s, "two") == "two"
         assert echoed(s, "three") == "three"

@@ -78,6 +78,10 @@ class SessionLifecycle:
     def describe(self) -> str:
         raise NotImplementedError
 
+    def _renew_back_channel(self) -> None:
+        """The session was initialized again (``streams.BackChannel``)."""
+        raise NotImplementedError
+
     def _post(
         self,
         message: Message,
@@ -128,6 +132,7 @@ class SessionLifecycle:
                     self._expiry = _STALE
                     self._session_cond.notify_all()
             raise
+        renewed = False
         with self._state_lock:
             if method == "initialize":
                 if self._expiry is not None:
@@ -135,6 +140,9 @@ class SessionLifecycle:
             elif self._expiry is _HANDSHAKE:
                 self._expiry = None
                 self._session_cond.notify_all()
+                renewed = True
+        if renewed:
+            self._renew_back_channel()  # the old session's GET stream goes
 
     def _await_session(
         self, method: str | None, is_request: bool, read_timeout: float | None

@@ -169,6 +169,7 @@ class StreamableHTTPTransport(BackChannel, SessionLifecycle, HTTPTransport):
         self._maybe_open_back_channel()
 
     def set_protocol_version(self, version: str) -> None:
+        renewed = False
         with self._state_lock:
             self.protocol_version = version
             self._modern = is_modern(version)  # no sessions, GET stream or resumption
@@ -176,6 +177,9 @@ class StreamableHTTPTransport(BackChannel, SessionLifecycle, HTTPTransport):
             if self._expiry is _HANDSHAKE:  # a re-initialization is complete
                 self._expiry = None
                 self._session_cond.notify_all()
+                renewed = True
+        if renewed:
+            self._renew_back_channel()  # the old session's GET stream goes
         if self._maybe_open_back_channel() and not self._get_settled.wait(self.back_channel_wait):
             log.debug("mcpsync: GET stream of %s not answered yet; going on", self.describe())
 
