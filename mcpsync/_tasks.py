@@ -29,6 +29,7 @@ Polling runs on a ``mcpsync-task[name]`` thread.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import threading
@@ -62,6 +63,7 @@ Convert = Callable[[Any], Any]
 
 __all__ = [
     "decide",
+    "tool_call_parts",
     "start",
     "call",
     "pick_up",
@@ -223,6 +225,20 @@ def decide(session: Session, name: str, tool: Any, task: TaskOption) -> dict[str
             f"{said}); nothing was sent"
         )
     return member
+
+
+def tool_call_parts(
+    session: Session, name: str, tool: Any, task: TaskOption, params: dict[str, Any]
+) -> tuple[dict[str, Any], Convert, dict[str, Any] | None]:
+    """``Session._tool_call`` for a call that may go as a task (``task`` given, or a listed
+    tool with ``execution``): the params (with ``task`` when it goes as one), the converter
+    of its result, and the ``task`` member (None: a plain call)."""
+    member = decide(session, name, tool, task)
+    if member is not None:
+        params["task"] = member
+    if tool is None or not tool.output_schema:
+        return params, _typed.plain_tool_result, member
+    return params, functools.partial(_typed.tool_result, tool), member
 
 
 def start(

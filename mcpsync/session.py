@@ -400,13 +400,14 @@ class Session(BringUp, Catalog, Skills, Restarts, Owned):
         if meta:
             params["_meta"] = dict(meta)
         tool = self._tools.by_name.get(name)
-        as_task = None
-        if task is not None or (tool is not None and tool.execution is not None):
-            if (as_task := _tasks.decide(self, name, tool, task)) is not None:
-                params["task"] = as_task
-        if tool is None or not tool.output_schema:
-            return params, _typed.plain_tool_result, as_task  # nothing to check beyond the model
-        return params, functools.partial(_typed.tool_result, tool), as_task
+        if tool is None:
+            if task is None:
+                return params, _typed.plain_tool_result, None  # nothing to check beyond the model
+        elif task is None and tool.execution is None:
+            if not tool.output_schema:
+                return params, _typed.plain_tool_result, None
+            return params, functools.partial(_typed.tool_result, tool), None
+        return _tasks.tool_call_parts(self, name, tool, task, params)  # maybe a task
 
     def submit_call_tool(
         self,
