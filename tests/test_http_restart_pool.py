@@ -427,3 +427,17 @@ def test_official_sdk_stateless_2026_server(no_leaks):
 
     start = lambda: vanishing(argv, port, "/mcp", "modern_sdk_server ready")  # noqa: E731
     restarted_between_calls(start, check, era="modern")
+
+
+def test_a_host_entry_with_a_restart_key(no_leaks):
+    port = free_port()
+    with own_server(port) as first:
+        config = {"mcpServers": {"pool": {"url": first.url, "restart": {"backoff": 0.05}}}}
+        with mcpsync.Host(config) as host:
+            assert host.call_tool("pool__echo", {"message": "one"}).content[0].text == "one"
+            vanish(first)
+            with own_server(port):
+                assert host.call_tool("pool__echo", {"message": "two"}).content[0].text == "two"
+                (row,) = host.status()
+                assert row.restarts == 1 and row.state == "ready"
+                assert [c["arguments"]["message"] for c in stats(port)["calls"]] == ["two"]
