@@ -13,7 +13,7 @@ server did read before it died is never sent again. Needs CAP_NET_ADMIN (TCP_REP
 the tests are skipped without it.
 
 Run as a script, this file is the test server: ``--serve --port N`` (stdlib, JSON
-replies, sessions, a GET stream; tools ``echo`` and ``hang``; ``--expire-first K``: the first K
+replies, sessions, a GET stream; tools ``echo`` and ``hang``; ``--tls CERT KEY``; ``--expire-first K``: the first K
 ``tools/call`` requests expire their session and get 404; ``GET /stats``), or
 ``--vanish -- <module or script> args...`` to run another server with the SIGUSR1 rule.
 """
@@ -26,7 +26,8 @@ import signal
 import socket
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +54,8 @@ def _vanish(signum: int, frame: Any) -> None:
     os._exit(0)
 
 
-def _serve(port: int, expire_first: int) -> None:
+def _serve(port: int, expire_first: int, tls: tuple[str, str] | None) -> None:
+    import ssl
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     lock = threading.Lock()
@@ -169,7 +171,16 @@ def _serve(port: int, expire_first: int) -> None:
 
     server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
     server.daemon_threads = True
-    print(f"{READY}: http://127.0.0.1:{server.server_address[1]}/mcp", file=sys.stderr, flush=True)
+    if tls is not None:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(*tls)
+        server.socket = context.wrap_socket(
+            server.socket, server_side=True, do_handshake_on_connect=False
+        )
+    scheme = "https" if tls else "http"
+    print(
+        f"{READY}: {scheme}://127.0.0.1:{server.server_address[1]}/mcp", file=sys.stderr, flush=True
+    )
     server.serve_forever()
 
 
@@ -179,7 +190,8 @@ def _main(argv: list[str]) -> None:
     signal.signal(signal.SIGUSR1, _vanish)
     if argv[0] == "--serve":
         expire = int(argv[argv.index("--expire-first") + 1]) if "--expire-first" in argv else 0
-        _serve(int(argv[argv.index("--port") + 1]), expire)
+        tls = argv[argv.index("--tls") + 1 :][:2] if "--tls" in argv else None
+        _serve(int(argv[argv.index("--port") + 1]), expire, (tls[0], tls[1]) if tls else None)
         return
     assert argv[0] == "--vanish" and argv[1] == "--"
     target, sys.argv = argv[2], argv[2:]
@@ -205,6 +217,15 @@ import mcpsync  # noqa: E402
 from mcpsync import RestartEvent, RestartPolicy, ServerRestarted  # noqa: E402
 from mcpsync.errors import ConnectError, SessionExpired  # noqa: E402
 from mcpsync.protocol.choose import Caches  # noqa: E402
+
+try:
+    from test_tls import pki  # noqa: F401  # the throwaway CA (needs cryptography)
+except (ImportError, pytest.skip.Exception):
+
+    @pytest.fixture
+    def pki() -> Any:
+        pytest.skip("cryptography is not installed")
+
 
 WAIT = 30.0
 HERE = str(Path(__file__).resolve())
@@ -235,6 +256,13 @@ pytestmark = pytest.mark.skipif(not _can_repair(), reason="TCP_REPAIR needs CAP_
 def own_server(port: int, *extra: str) -> Any:
     argv = [sys.executable, HERE, "--serve", "--port", str(port), *extra]
     return start_server(argv, port=port, path="/mcp", ready_pattern=READY, timeout=WAIT)
+
+
+@contextmanager
+def own_tls_server(port: int, pki: dict[str, str]) -> Iterator[Any]:
+    with own_server(port, "--tls", pki["server_cert"], pki["server_key"]) as server:
+        server.url = server.url.replace("http://", "https://", 1)
+        yield server
 
 
 def vanishing(argv: list[str], port: int, path: str, ready: str | None) -> Any:
@@ -441,3 +469,24 @@ def test_a_host_entry_with_a_restart_key(no_leaks):
                 (row,) = host.status()
                 assert row.restarts == 1 and row.state == "ready"
                 assert [c["arguments"]["message"] for c in stats(port)["calls"]] == ["two"]
+
+
+def test_over_tls_the_same_rule_holds(pki, no_leaks):
+    """TLS connections are checked by poll when idle and carry the same TCP record."""
+    port = free_port()
+
+    def check(s: mcpsync.Session, server: Any) -> None:
+        assert s.transport.url.startswith("https://")
+        assert echoed(s, "two") == "two"
+        assert s.reinitializations == 1
+        assert [c["arguments"]["message"] for c in stats_tls(port, pki)["calls"]] == ["two"]
+
+    restarted_between_calls(
+        lambda: own_tls_server(port, pki), check, era="legacy", verify=pki["ca"]
+    )
+
+
+def stats_tls(port: int, pki: dict[str, str]) -> dict[str, Any]:
+    reply = requests.get(f"https://127.0.0.1:{port}/stats", timeout=WAIT, verify=pki["ca"])
+    reply.raise_for_status()
+    return reply.json()

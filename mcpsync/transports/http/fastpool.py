@@ -160,6 +160,8 @@ class _FastPool:
             self._context = _ssl_context(verify, cert)
         #: plain HTTP on Linux: kernel timeouts on blocking sockets, TCP_INFO checks
         self._kernel = self._context is None and _TCP_INFO is not None
+        #: Linux (TLS too): TCP_INFO kept when a connection goes idle (``_Undelivered``)
+        self._track = _TCP_INFO is not None
         #: request heads by (method, path, header items): built by http.client once
         self._heads: dict[tuple[Any, ...], bytes] = {}
 
@@ -186,7 +188,7 @@ class _FastPool:
 
     def put(self, conn: _Conn) -> None:
         if not self.closed and len(self._idle) < self.maxsize:
-            if conn.kernel and conn.sock is not None:
+            if conn.track and conn.sock is not None:
                 conn.idle_info = _info(conn.sock)
             self._idle.append(conn)
             if self.closed:  # close() ran meanwhile: do not keep it
@@ -216,7 +218,7 @@ class _FastPool:
                     conn.connect()  # bounded by connect_timeout
                 except TimeoutError as exc:
                     raise _ConnectTimeout() from exc
-                conn.kernel = self._kernel
+                conn.kernel, conn.track = self._kernel, self._track
             if conn.applied != read_timeout:
                 conn.apply_timeout(read_timeout)
             try:
@@ -236,7 +238,7 @@ class _FastPool:
             try:
                 response = conn.getresponse()
             except HeadLost as exc:  # EOF or a reset before the status line
-                if reused and conn.kernel and _never_acked(conn.idle_info, exc.info):
+                if reused and _never_acked(conn.idle_info, exc.info):
                     raise self._undelivered("the server never acknowledged it") from exc
                 raise
         except BaseException:
@@ -326,7 +328,9 @@ class _Conn(http.client.HTTPConnection):
     applied: object = _UNSET
     #: a blocking socket with kernel timeouts, checked with TCP_INFO when idle
     kernel = False
-    #: the raw TCP_INFO when the connection was put back in the pool (kernel mode)
+    #: TCP_INFO is kept when the connection goes idle (Linux)
+    track = False
+    #: the raw TCP_INFO when the connection was put back in the pool (``track``)
     idle_info = b""
 
     def apply_timeout(self, timeout: float | None) -> None:
@@ -432,9 +436,10 @@ class _Undelivered(ConnectionError):
 
     Everything else is not re-sent: an EOF after the server acknowledged the request
     (it may have read it and died while running it: a ``tools/call`` may have run), a
-    reset after any reply byte, a timeout, a fresh connection, and TLS or non-Linux
-    connections on a read failure (no ``TCP_INFO`` record; their write failures still
-    count). The one case the rule cannot tell apart: a server that reads a request and
+    reset after any reply byte, a timeout, a fresh connection, and on a read failure a
+    connection without a ``TCP_INFO`` record (not Linux; its write failures still count).
+    TLS is the same: the proof is TCP's (a TLS record the server sent while the connection
+    was idle counts as a reply byte: no re-send). The one case the rule cannot tell apart: a server that reads a request and
     then aborts the connection (a reset, ``SO_LINGER`` 0) within its delayed-ACK time,
     without answering. (urllib3 and Go check an idle connection before reuse, as
     ``get()`` does, and Go re-sends a request it wrote nothing of; this adds the
