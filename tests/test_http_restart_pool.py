@@ -13,8 +13,9 @@ server did read before it died is never sent again. Needs CAP_NET_ADMIN (TCP_REP
 the tests are skipped without it.
 
 Run as a script, this file is the test server: ``--serve --port N`` (stdlib, JSON
-replies, sessions, a GET stream; tools ``echo`` and ``hang``; ``--tls CERT KEY``; ``--expire-first K``: the first K
-``tools/call`` requests expire their session and get 404; ``GET /stats``), or
+replies, sessions, a GET stream; tools ``echo`` and ``hang``; ``--tls CERT KEY``;
+``--expire-first K``: the first K ``tools/call`` requests expire their session and get
+404; ``GET /stats``), or
 ``--vanish -- <module or script> args...`` to run another server with the SIGUSR1 rule.
 """
 

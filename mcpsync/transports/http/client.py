@@ -433,10 +433,8 @@ class HTTPClient:
                 base: Mapping[str, str]
                 extra: Mapping[str, str] | None
                 if added and any(name in headers for name in added):
-                    base, extra = (
-                        {**headers, **added},
-                        None,
-                    )  # the auth's value replaces the caller's
+                    # the auth's value replaces the caller's
+                    base, extra = {**headers, **added}, None
                 else:
                     base, extra = headers, added  # the pool caches the head of ``headers`` alone
                 try:

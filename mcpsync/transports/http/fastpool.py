@@ -3,9 +3,10 @@
 Owns: ``_FastPool`` (one origin, HTTP or HTTPS, TLS set up as requests would), the
 response object it returns (``_FastReply``: gzip/deflate, connection given back once read),
 stale-socket detection, the proof that a request on a reused connection that turned out
-dead never reached the server (``_Undelivered``: the caller sends it once more), the request head (built and validated by ``http.client`` once per
-distinct set of headers, then taken from the pool's cache) sent with a small body in one
-write (``_Conn``), and ``_Buffered`` (a response over content a hook already read).
+dead never reached the server (``_Undelivered``: the caller sends it once more), the
+request head (built and validated by ``http.client`` once per distinct set of headers,
+then taken from the pool's cache) sent with a small body in one write (``_Conn``), and
+``_Buffered`` (a response over content a hook already read).
 Measured: ``requests.Session.post`` or urllib3 cost more per call than the whole exchange.
 
 Many threads on one pool: each caller takes its own connection, writes its request and
@@ -439,11 +440,12 @@ class _Undelivered(ConnectionError):
     reset after any reply byte, a timeout, a fresh connection, and on a read failure a
     connection without a ``TCP_INFO`` record (not Linux; its write failures still count).
     TLS is the same: the proof is TCP's (a TLS record the server sent while the connection
-    was idle counts as a reply byte: no re-send). The one case the rule cannot tell apart: a server that reads a request and
-    then aborts the connection (a reset, ``SO_LINGER`` 0) within its delayed-ACK time,
-    without answering. (urllib3 and Go check an idle connection before reuse, as
-    ``get()`` does, and Go re-sends a request it wrote nothing of; this adds the
-    acknowledgement as the proof for a request that was written.)
+    was idle counts as a reply byte: no re-send). The one case the rule cannot tell apart:
+    a server that reads a request and then aborts the connection (a reset, ``SO_LINGER``
+    0) within its delayed-ACK time, without answering. (urllib3 and Go check an idle
+    connection before reuse, as ``get()`` does, and Go re-sends a request it wrote
+    nothing of; this adds the acknowledgement as the proof for a request that was
+    written.)
     """
 
 

@@ -131,7 +131,7 @@ class FastResponse(http.client.HTTPResponse):
                     break
                 http.client._read_headers(self.fp)  # type: ignore[attr-defined]
         except ConnectionError as exc:  # http.client closes the socket when this is raised
-            raw = getattr(self.fp, "raw", None)
+            raw = self.fp.raw if isinstance(self.fp, io.BufferedReader) else None
             info = tcp_info(raw._sock) if isinstance(raw, _TimedSocketIO) else b""
             raise HeadLost(str(exc) or type(exc).__name__, info) from exc
         self.code = self.status = status
