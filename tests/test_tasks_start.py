@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from concurrent.futures import CancelledError
 from pathlib import Path
@@ -252,6 +253,54 @@ def test_server_everything_task_started_picked_up_and_cancelled(no_leaks):
         assert doomed.cancel()
         with pytest.raises(mcpsync.RequestCancelled):
             s.task(doomed_id).result(WAIT)  # tasks/cancel was handled before this tasks/get
+
+
+@pytest.mark.real
+def test_server_everything_started_task_asks_for_input_through_tasks_result(no_leaks):
+    asked: list[Any] = []
+
+    def elicit(request: Any) -> dict[str, Any]:
+        asked.append(request)
+        return {"action": "accept", "content": {"interpretation": "the snake"}}
+
+    with mcpsync.Session.connect(everything(), timeout=20, elicitation_handler=elicit) as s:
+        s.list_tools()
+        args = {"topic": "python", "ambiguous": True}
+        text = s.call_tool("simulate-research-query", args).content[0].text
+        assert len(asked) == 1 and "Clarification**: the snake" in text
+
+
+# -- a scripted 2025-11-25 server: cancel before the CreateTaskResult -------------------------
+
+
+def test_cancel_before_the_create_task_result_cancels_the_task_when_it_comes(no_leaks):
+    from fakes import FakeServer
+
+    task = {"taskId": "t-1", "status": "working", "ttl": 60000, "pollInterval": 10,
+            "createdAt": "2026-01-01T00:00:00Z", "lastUpdatedAt": "2026-01-01T00:00:00Z"}  # fmt: skip
+    caps = {"tools": {}, "tasks": {"cancel": {}, "requests": {"tools": {"call": {}}}}}
+    answered = threading.Event()
+
+    def cancel(message: dict[str, Any]) -> None:
+        server.reply(message["id"], {**task, "status": "cancelled"})
+        answered.set()  # before the session closes
+
+    server = FakeServer(
+        capabilities=caps,
+        handlers={"tools/call": lambda m: None, "tasks/cancel": cancel},  # tools/call: held
+    )
+    with mcpsync.Session.connect(server.transport, timeout=10) as s:
+        future = s.submit_call_tool("later", {}, task=True)  # not listed: the capability is enough
+        held = server.expect("tools/call", timeout=WAIT)
+        assert held["params"]["task"] == {} and future.task_id is None
+        assert future.cancel() and future.cancelled()
+        server.reply(held["id"], {"task": task})
+        assert future.wait_task_id(WAIT) == "t-1"
+        assert server.expect("tasks/cancel", timeout=WAIT)["params"] == {"taskId": "t-1"}
+        assert answered.wait(WAIT)
+    sent = [m.get("method") for m in server.log]
+    assert "notifications/cancelled" not in sent  # tasks/cancel, as the spec says, only
+    assert sent.count("tasks/cancel") == 1 and "tasks/get" not in sent
 
 
 # -- the 2026-07-28 era: the server decides ----------------------------------------------------
