@@ -491,3 +491,32 @@ def stats_tls(port: int, pki: dict[str, str]) -> dict[str, Any]:
     reply = requests.get(f"https://127.0.0.1:{port}/stats", timeout=WAIT, verify=pki["ca"])
     reply.raise_for_status()
     return reply.json()
+
+
+@pytest.mark.real
+def test_a_listen_stream_on_a_vanished_server_ends_and_listens_again(no_leaks):
+    """The 2026-07-28 ``subscriptions/listen`` reply stream waits up to 24 h for data: on
+    a connection that vanished, only TCP keep-alive (first probe after 15 s idle) tells."""
+    from test_restart import LogWatch
+
+    port = free_port()
+    argv = [str(SERVERS_DIR / "modern_sdk_server.py"), "http", "--port", str(port)]
+    ready = "modern_sdk_server ready"
+    again = LogWatch("listening again")
+    try:
+        with vanishing(argv, port, "/mcp", ready) as first:
+            s = mcpsync.Session.connect(first.url, era="modern", timeout=WAIT, _caches=Caches())
+            try:
+                updated = threading.Event()
+                s.subscribe_resource("demo://readme", lambda uri: updated.set())
+                vanish(first)
+                with vanishing(argv, port, "/mcp", ready):
+                    assert again.wait(WAIT)  # the dead stream ended: listening again
+                    # a second subscription: returns once the new process acknowledged it
+                    s.subscribe_resource("demo://item/1", lambda uri: None)
+                    s.call_tool("touch_resource", {"uri": "demo://readme"})
+                    assert updated.wait(WAIT)
+            finally:
+                s.close()
+    finally:
+        again.remove()

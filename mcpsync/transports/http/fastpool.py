@@ -5,8 +5,9 @@ response object it returns (``_FastReply``: gzip/deflate, connection given back 
 stale-socket detection, the proof that a request on a reused connection that turned out
 dead never reached the server (``_Undelivered``: the caller sends it once more), the
 request head (built and validated by ``http.client`` once per distinct set of headers,
-then taken from the pool's cache) sent with a small body in one write (``_Conn``), and
-``_Buffered`` (a response over content a hook already read).
+then taken from the pool's cache) sent with a small body in one write (``_Conn``), TCP
+keep-alive on every connection (``_KEEP_ALIVE``), and ``_Buffered`` (a response over
+content a hook already read).
 Measured: ``requests.Session.post`` or urllib3 cost more per call than the whole exchange.
 
 Many threads on one pool: each caller takes its own connection, writes its request and
@@ -220,6 +221,7 @@ class _FastPool:
                 except TimeoutError as exc:
                     raise _ConnectTimeout() from exc
                 conn.kernel, conn.track = self._kernel, self._track
+                _keep_alive(conn.sock)
             if conn.applied != read_timeout:
                 conn.apply_timeout(read_timeout)
             try:
@@ -450,6 +452,28 @@ class _Undelivered(ConnectionError):
 
 
 _info = tcp_info
+
+#: TCP keep-alive of every pooled connection: the first probe after 15 s idle (as Go's
+#: net.Dialer), then every 5 s, 3 unanswered end it. A stream that waits for the server
+#: (a GET back-channel, a 2026-07-28 ``subscriptions/listen`` reply, read timeout 24 h)
+#: otherwise never learns that the server vanished without a FIN: the first probe meets a
+#: reset (a new process on the port) or goes unanswered (a host gone), and the read fails.
+_KEEP_ALIVE = (
+    (getattr(socket, "TCP_KEEPIDLE", None) or getattr(socket, "TCP_KEEPALIVE", None), 15),
+    (getattr(socket, "TCP_KEEPINTVL", None), 5),
+    (getattr(socket, "TCP_KEEPCNT", None), 3),
+)
+
+
+def _keep_alive(sock: socket.socket) -> None:
+    """Turn TCP keep-alive on for a new connection (see ``_KEEP_ALIVE``); best effort."""
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        for option, value in _KEEP_ALIVE:
+            if option is not None:
+                sock.setsockopt(socket.IPPROTO_TCP, option, value)
+    except OSError:
+        pass
 
 
 def _stale(sock: socket.socket, idle_info: bytes) -> bool:
