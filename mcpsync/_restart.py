@@ -455,8 +455,9 @@ class Restarter:
                 break
             except TransportError as exc:
                 # a restarted server: a keep-alive connection to the old process may fail the
-                # first initialize (it is safe to send again: it makes a new session); then
-                # the server went away meanwhile: a full restart
+                # first initialize where the pool cannot prove it undelivered (no TCP_INFO:
+                # not Linux; the requests path); it is safe to send again (it makes a new
+                # session); then the server went away meanwhile: a full restart
                 if attempt == 2 or is_death(conn, exc) is None:
                     raise self.died(conn, exc, "initialize") from exc
                 log.info("mcpsync: %s: initialize again after %s", self._name, words(exc))
