@@ -159,8 +159,8 @@ def prefetch() -> None:
         thread = threading.Thread(target=_prefetch_run, name="mcpsync-typed[import]")
         if sys.platform != "win32":  # no fork on Windows
             os.register_at_fork(before=_await_prefetch)
-        _prefetcher = thread
         thread.start()
+        _prefetcher = thread  # after start(): another thread may join it as soon as it sees it
 
 
 def _prefetch_run() -> None:
