@@ -520,3 +520,47 @@ def test_a_listen_stream_on_a_vanished_server_ends_and_listens_again(no_leaks):
                 s.close()
     finally:
         again.remove()
+
+
+def test_eight_threads_on_one_session_each_call_answered_once(no_leaks):
+    """8 threads keep 8 pooled connections; all of them vanish with the server: every call
+    of the next round is sent again on a new connection, one re-initialization for all."""
+    port = free_port()
+    threads = 8
+
+    def round_of(s: mcpsync.Session, tag: str) -> list[str]:
+        start = threading.Barrier(threads)
+        got: list[str] = []
+        failures: list[BaseException] = []
+
+        def call(n: int) -> None:
+            try:
+                start.wait(WAIT)
+                got.append(echoed(s, f"{tag}-{n}"))
+            except BaseException as exc:  # noqa: BLE001 - the test looks at it
+                failures.append(exc)
+
+        workers = [
+            threading.Thread(target=call, args=(n,), name=f"test-caller-{n}")
+            for n in range(threads)
+        ]
+        for t in workers:
+            t.start()
+        for t in workers:
+            t.join(WAIT * 2)
+        assert not any(t.is_alive() for t in workers)
+        assert failures == [], failures
+        return sorted(got)
+
+    expected = sorted(f"b-{n}" for n in range(threads))
+    with own_server(port) as first:
+        s = mcpsync.Session.connect(first.url, era="legacy", timeout=WAIT, _caches=Caches())
+        try:
+            assert round_of(s, "a") == sorted(f"a-{n}" for n in range(threads))
+            vanish(first)
+            with own_server(port):
+                assert round_of(s, "b") == expected
+                assert s.reinitializations == 1
+                assert sorted(c["arguments"]["message"] for c in stats(port)["calls"]) == expected
+        finally:
+            s.close()
