@@ -564,3 +564,43 @@ def test_eight_threads_on_one_session_each_call_answered_once(no_leaks):
                 assert sorted(c["arguments"]["message"] for c in stats(port)["calls"]) == expected
         finally:
             s.close()
+
+
+def test_a_call_in_flight_when_the_server_vanished_is_server_restarted(no_leaks):
+    """The server read ``hang`` and vanished: no FIN, no reply, ever. TCP finds the
+    connection dead long before the call's 120 s timeout (our retransmission met by a
+    reset while the server's ACK was still delayed, else keep-alive after 15 s idle):
+    ``ServerRestarted``, not re-sent (the new process never sees ``hang``), and the
+    session comes back on the new process."""
+    seen = Restarts()
+    port = free_port()
+    policy = RestartPolicy(backoff=0.05, max_backoff=0.2, max_attempts=100, on_restart=seen)
+    with own_server(port) as first:
+        s = mcpsync.Session.connect(
+            first.url, era="legacy", timeout=120, connect_timeout=5, restart=policy,
+            _caches=Caches(),
+        )  # fmt: skip
+        try:
+            assert echoed(s, "one") == "one"
+            outcome: list[BaseException] = []
+
+            def call() -> None:
+                try:
+                    s.call_tool("hang", {"message": "once"})
+                except BaseException as exc:  # noqa: BLE001 - the test looks at it
+                    outcome.append(exc)
+
+            caller = threading.Thread(target=call, name="test-hang-caller")
+            caller.start()
+            assert first._stderr.wait_for("hanging on once", WAIT)
+            vanish(first)
+            with own_server(port):
+                caller.join(WAIT * 2)
+                assert not caller.is_alive()
+                assert len(outcome) == 1 and isinstance(outcome[0], ServerRestarted), outcome
+                assert "may have received the request" in str(outcome[0])
+                assert seen.wait().ok is True
+                assert echoed(s, "back") == "back"
+                assert [c["arguments"]["message"] for c in stats(port)["calls"]] == ["back"]
+        finally:
+            s.close()

@@ -311,6 +311,7 @@ _TCP_ESTABLISHED = 1
 _INFO_LEN = INFO_LEN
 _ACKED = slice(120, 128)
 _RECEIVED = slice(128, 136)
+_RETRANS = slice(100, 104)  # tcpi_total_retrans
 _BODY_METHODS = frozenset(("POST", "PUT", "PATCH"))
 _CS_IDLE = http.client._CS_IDLE  # type: ignore[attr-defined]
 _CS_REQ_SENT = http.client._CS_REQ_SENT  # type: ignore[attr-defined]
@@ -427,19 +428,22 @@ class _Undelivered(ConnectionError):
 
     - the write failed (``EPIPE``, ``ECONNRESET``): the request did not leave in full,
       and a server does not run half a request (its body is framed by Content-Length);
-    - the connection ended (EOF or a reset) before a single reply byte, and the server's
-      TCP never acknowledged a byte of this request (Linux ``TCP_INFO``
-      ``tcpi_bytes_acked`` unchanged since the connection was put back in the pool). A
-      request the server's kernel took into an open socket is acknowledged, and a FIN
-      sent after the server read it acknowledges it too; so "never acknowledged" means
-      the server had closed the socket before the request arrived (the keep-alive race:
-      its FIN crossed our request, and it answered the request with a reset), or the
-      connection no longer existed there at all (a server host or process gone without a
-      FIN, a new process on the port: a reset).
+    - the connection ended (EOF or a reset) before a single reply byte, the server's TCP
+      never acknowledged a byte of this request, and nothing of it was sent twice (Linux
+      ``TCP_INFO``: ``tcpi_bytes_acked`` and ``tcpi_total_retrans`` unchanged since the
+      connection was put back in the pool). A request the server's kernel took into an
+      open socket is acknowledged (a FIN sent after the server read it acknowledges it
+      too), or, while that ACK is delayed, its server can only end silently (a host gone),
+      and then only our retransmission meets a reset. So: the server had closed the socket
+      before the request arrived (the keep-alive race: its FIN crossed our request, and it
+      answered the request with a reset), or the connection no longer existed there when
+      the request first arrived (a server host or process gone without a FIN, a new
+      process on the port: a reset at once).
 
     Everything else is not re-sent: an EOF after the server acknowledged the request
     (it may have read it and died while running it: a ``tools/call`` may have run), a
-    reset after any reply byte, a timeout, a fresh connection, and on a read failure a
+    reset that met a retransmission (the first copy may have been read), a reset after
+    any reply byte, a timeout, a fresh connection, and on a read failure a
     connection without a ``TCP_INFO`` record (not Linux; its write failures still count).
     TLS is the same: the proof is TCP's (a TLS record the server sent while the connection
     was idle counts as a reply byte: no re-send). The one case the rule cannot tell apart:
@@ -492,13 +496,18 @@ def _stale(sock: socket.socket, idle_info: bytes) -> bool:
 
 def _never_acked(idle_info: bytes, info: bytes) -> bool:
     """True if, from ``idle_info`` (TCP_INFO when the connection was put back idle) to
-    ``info`` (when it ended), the peer's TCP acknowledged no byte we sent and sent no
-    reply byte (a FIN counts one in tcpi_bytes_received); see ``_Undelivered``."""
+    ``info`` (when it ended), the peer's TCP acknowledged no byte we sent, we sent nothing
+    twice, and it sent no reply byte (a FIN counts one in tcpi_bytes_received); see
+    ``_Undelivered``."""
     if len(info) < _INFO_LEN or len(idle_info) < _INFO_LEN:
         return False
     received = int.from_bytes(info[_RECEIVED], sys.byteorder)
     before = int.from_bytes(idle_info[_RECEIVED], sys.byteorder)
-    return info[_ACKED] == idle_info[_ACKED] and 0 <= received - before <= 1
+    return (
+        info[_ACKED] == idle_info[_ACKED]
+        and info[_RETRANS] == idle_info[_RETRANS]
+        and 0 <= received - before <= 1
+    )
 
 
 def _readable(sock: socket.socket) -> bool:
