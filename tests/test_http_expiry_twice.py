@@ -86,3 +86,36 @@ def test_expiring_on_every_resend_is_bounded_and_keeps_every_reason(no_leaks):
             assert s.call_tool("echo", {"message": "y"}).content[0].text == "y"
             assert sent(port)[-2:] == ["y", "y"]
             assert stats(port)["initializes"] == expiries + 1
+
+
+def test_eight_threads_through_expiries_in_a_row(no_leaks):
+    """The first 3 ``tools/call`` requests, whichever threads they come from, each expire
+    the session: every call is answered, one re-initialization per expiry."""
+    port = free_port()
+    threads, expiries = 8, 3
+    with own_server(port, "--expire-first", str(expiries)) as server:
+        with connect(server.url) as s:
+            start = threading.Barrier(threads)
+            got: list[str] = []
+            failures: list[BaseException] = []
+
+            def call(n: int) -> None:
+                try:
+                    start.wait(WAIT)
+                    got.append(s.call_tool("echo", {"message": f"m{n}"}).content[0].text)
+                except BaseException as exc:  # noqa: BLE001 - the test looks at it
+                    failures.append(exc)
+
+            workers = [
+                threading.Thread(target=call, args=(n,), name=f"test-caller-{n}")
+                for n in range(threads)
+            ]
+            for t in workers:
+                t.start()
+            for t in workers:
+                t.join(WAIT * 2)
+            assert not any(t.is_alive() for t in workers)
+            assert failures == [], failures
+            assert sorted(got) == sorted(f"m{n}" for n in range(threads))
+            assert s.reinitializations == expiries
+            assert stats(port)["initializes"] == expiries + 1
