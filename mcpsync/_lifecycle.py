@@ -40,6 +40,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
+from . import _logfork  # noqa: F401 - its at-fork hook: no thread inside a log handler
 from .errors import ForkedError
 
 __all__ = [

@@ -14,6 +14,11 @@ What is re-opened: resource subscriptions, list-changed interest (the modern era
 when the server died fail with ``ServerRestarted`` (``_guard``); reads are re-sent only with
 ``retry_reads=True``. An HTTP session the server forgot (404) is initialized again in place
 (the request that met the 404 is re-sent: the server never ran it) and counts as a restart.
+
+Also owns ``heal_expiry``: with or without a policy, an HTTP transport gets the
+connection's re-initialization as its ``reinitialize_session`` hook, so that a request
+whose re-send meets another expiry is initialized again, bounded (see
+``transports.http.session``).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import sys
 import threading
 import time
 import weakref
@@ -51,7 +57,7 @@ from .transports.base import Transport
 if TYPE_CHECKING:
     from ._bringup import BringUp
 
-__all__ = ["RestartPolicy", "RestartEvent", "Restarter", "Restarts", "attach"]
+__all__ = ["RestartPolicy", "RestartEvent", "Restarter", "Restarts", "attach", "heal_expiry"]
 
 log = logging.getLogger("mcpsync")
 
@@ -279,6 +285,7 @@ class Restarter:
                 raise RequestTimeout(f"restart of {self._name!r} took over {timeout:g} s") from last
             chosen = make()
             conn = self._prepare(chosen)._conn  # connect's own wiring of a connection
+            heal_expiry(conn)
             conn.request_handlers = handlers
             conn.notification_handler = session._on_notification
             with self._lock:  # close() waits for a start under way, then ends it
@@ -448,8 +455,9 @@ class Restarter:
                 break
             except TransportError as exc:
                 # a restarted server: a keep-alive connection to the old process may fail the
-                # first initialize (it is safe to send again: it makes a new session); then
-                # the server went away meanwhile: a full restart
+                # first initialize where the pool cannot prove it undelivered (no TCP_INFO:
+                # not Linux; the requests path); it is safe to send again (it makes a new
+                # session); then the server went away meanwhile: a full restart
                 if attempt == 2 or is_death(conn, exc) is None:
                     raise self.died(conn, exc, "initialize") from exc
                 log.info("mcpsync: %s: initialize again after %s", self._name, words(exc))
@@ -490,6 +498,7 @@ def attach(
     """Put ``session`` (just brought up) under the restart policy ``restart`` (see
     ``RestartPolicy.of``); None when it is off. ``select(deadline)``: the target's transport
     factories; ``prepare(transport)``: connect's wiring of a new connection."""
+    heal_expiry(session._conn)
     policy = RestartPolicy.of(restart)
     if policy is None:
         return None
@@ -504,6 +513,23 @@ def attach(
     session._era = restarter.guard
     restarter.watch(session._conn)
     return restarter
+
+
+def heal_expiry(conn: Connection) -> None:
+    """Give ``conn``'s transport, if it is a Streamable HTTP one, the connection's own
+    re-initialization (serialised; whatever ``conn.reinitialize`` is then: the session's,
+    or the restart policy's ``_expired``) as its ``reinitialize_session`` hook."""
+    lifecycle = sys.modules.get("mcpsync.transports.http.session")
+    if lifecycle is None or not isinstance(conn.transport, lifecycle.SessionLifecycle):
+        return  # not that transport (its module is not even loaded: a stdio-only process)
+    conn.transport.reinitialize_session = functools.partial(_reinitialize, weakref.ref(conn))
+
+
+def _reinitialize(ref: weakref.ref[Connection]) -> None:
+    conn = ref()
+    if conn is None or conn.reinitialize is None:
+        raise SessionExpired("the HTTP session expired and this connection cannot initialize again")
+    conn._reinitialize_once()
 
 
 class Restarts:

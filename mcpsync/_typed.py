@@ -72,7 +72,7 @@ def _import_types() -> Any:
                 with _deferred_builds():
                     import mcp_types
             _module = mcp_types
-            jsonrpc.use_fast_decoder()  # pydantic is loaded now: the wire decode may use it
+            jsonrpc.use_fast_codec()  # pydantic is loaded now: the wire codec may use it
         return _module
     finally:
         _import_lock.release()
@@ -159,8 +159,8 @@ def prefetch() -> None:
         thread = threading.Thread(target=_prefetch_run, name="mcpsync-typed[import]")
         if sys.platform != "win32":  # no fork on Windows
             os.register_at_fork(before=_await_prefetch)
-        _prefetcher = thread
         thread.start()
+        _prefetcher = thread  # after start(): another thread may join it as soon as it sees it
 
 
 def _prefetch_run() -> None:
@@ -262,20 +262,10 @@ def _tagged_content(model: Any) -> Callable[[Any], Any] | None:
     (2.6 us and 4.5 us). The result is the same plain ``mcp_types`` model. None when the
     model has no such field, or the union cannot be tagged.
     """
-    import typing
-
-    from pydantic import Field, TypeAdapter
-
-    field = model.model_fields.get("content")
-    if field is None or typing.get_origin(field.annotation) is not list:
+    parts = _tagged_parts(model)
+    if parts is None:
         return None
-    (union,) = typing.get_args(field.annotation)
-    try:
-        adapter = TypeAdapter(list[typing.Annotated[union, Field(discriminator="type")]])  # type: ignore[valid-type]
-        blocks = adapter.validator.validate_python  # the core validator: one Python frame less
-    except Exception:  # noqa: BLE001 - a member without a literal "type": keep pydantic's way
-        return None
-    whole = model.__pydantic_validator__.validate_python
+    blocks, whole = parts
 
     def validate(data: Any) -> Any:
         if type(data) is dict and type(data.get("content")) is list:
@@ -286,6 +276,35 @@ def _tagged_content(model: Any) -> Callable[[Any], Any] | None:
         return whole(data)
 
     return validate
+
+
+_parts: dict[Any, tuple[Callable[[Any], Any], Callable[[Any], Any]] | None] = {}
+
+
+def _tagged_parts(model: Any) -> tuple[Callable[[Any], Any], Callable[[Any], Any]] | None:
+    """``(blocks, whole)`` for ``_tagged_content``: the tagged content-list validator and the
+    model's own; None when the model has no such field or its union cannot be tagged."""
+    if model in _parts:
+        return _parts[model]
+    import typing
+
+    from pydantic import Field, TypeAdapter
+
+    found: tuple[Callable[[Any], Any], Callable[[Any], Any]] | None = None
+    field = model.model_fields.get("content")
+    if field is not None and typing.get_origin(field.annotation) is list:
+        (union,) = typing.get_args(field.annotation)
+        try:
+            adapter = TypeAdapter(list[typing.Annotated[union, Field(discriminator="type")]])  # type: ignore[valid-type]
+            # the core validators: one Python frame less each
+            found = (
+                adapter.validator.validate_python,
+                model.__pydantic_validator__.validate_python,
+            )
+        except Exception:  # noqa: BLE001 - a member without a literal "type": keep pydantic's way
+            found = None
+    _parts[model] = found
+    return found
 
 
 def typed_handler(handler: Callable[[Any], Any], model: str) -> Callable[[dict[str, Any]], Any]:
@@ -317,12 +336,42 @@ def check_schema(instance: Any, schema: dict[str, Any], what: str) -> None:
         ) from None
 
 
+#: ``(blocks, whole)`` of ``CallToolResult`` once built (``_tagged_parts``), for the hot path
+_tool_parts: tuple[Callable[[Any], Any] | None, Callable[[Any], Any]] | None = None
+
+
+def _build_tool_parts() -> tuple[Callable[[Any], Any] | None, Callable[[Any], Any]]:
+    global _tool_parts
+    _validator("CallToolResult")  # built under the build lock (and _tagged_parts with it)
+    model = types().CallToolResult
+    parts = _parts.get(model)
+    _tool_parts = (
+        parts if parts is not None else (None, model.__pydantic_validator__.validate_python)
+    )
+    return _tool_parts
+
+
 def plain_tool_result(raw: Any) -> Any:
-    """A ``CallToolResult`` of a tool without an ``outputSchema`` (the hot path: one frame
-    less than ``validate``)."""
-    check = _validators.get("CallToolResult") or _validator("CallToolResult")
+    """A ``CallToolResult`` of a tool without an ``outputSchema`` (the hot path).
+
+    What ``validate("CallToolResult", raw)`` does, with two frames and a dict copy less:
+    ``raw`` is the decoded result of one call, converted once, so its content list is
+    replaced in place by the validated blocks (put back if the model then refuses it, so
+    the error names the wire's values)."""
+    blocks, whole = _tool_parts or _build_tool_parts()
     try:
-        return check(raw)
+        if blocks is not None and type(raw) is dict:
+            content = raw.get("content")
+            if type(content) is list:
+                try:
+                    raw["content"] = blocks(content)
+                except ValueError:
+                    return whole(raw)  # invalid: the model itself says where (content.0.text)
+                try:
+                    return whole(raw)
+                except ValueError:
+                    raw["content"] = content  # so the error below names the wire's values
+        return whole(raw)
     except ValueError as exc:  # pydantic's ValidationError is a ValueError
         raise ProtocolError(f"server sent an invalid CallToolResult: {exc}") from None
 

@@ -2,11 +2,14 @@
 
 Owns: encoding one message to bytes, decoding bytes to messages, classifying a message
 (request / notification / response), the standard error codes, and building error
-responses. Encodes with the stdlib ``json``; decodes with it too until ``_typed`` has
-imported pydantic (``use_fast_decoder``): then pydantic-core's ``from_json`` parses first
-(about 0.4 us less per message), and the stdlib decoder handles whatever it refuses, so
+responses. Encodes and decodes with the stdlib ``json`` until ``_typed`` has imported
+pydantic (``use_fast_codec``); then pydantic-core's ``to_json`` and ``from_json`` go first
+(about 0.8 us and 0.4 us less per message), and the stdlib handles whatever they refuse, so
 what is accepted and every error message stay the stdlib's (``import mcpsync`` still
-imports no pydantic).
+imports no pydantic). One encoding rule either way: JSON values, plus what pydantic
+serializes (datetime/date/time as ISO 8601, UUID, Decimal, Enum, set, UTF-8 bytes, pydantic
+models by alias, dataclasses); NaN and Infinity are refused (ValueError, not JSON), any
+other object too (TypeError "... is not JSON serializable").
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ __all__ = [
     "kind_of",
     "error_response",
     "excerpt",
-    "use_fast_decoder",
+    "use_fast_codec",
 ]
 
 PARSE_ERROR = -32700
@@ -44,12 +47,23 @@ HEADER_MISMATCH = -32020
 UNSUPPORTED_PROTOCOL_VERSION = -32022
 
 _loads = json.JSONDecoder().decode
-_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 
 
-def _not_serializable(value: Any) -> Any:
+def _jsonable(value: Any) -> Any:
+    """The stdlib encoder's ``default``: a value that is not JSON as pydantic-core serializes
+    it (the fast encoder's rule), else TypeError."""
+    try:
+        from pydantic_core import to_jsonable_python
+
+        return to_jsonable_python(value, by_alias=True)
+    except (ImportError, ValueError):  # (PydanticSerializationError: unknown to pydantic too)
+        pass
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
+
+_dumps = json.JSONEncoder(
+    ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=_jsonable
+).encode
 
 # The C encoder and scanner behind ``json``, called directly: the same output as _dumps and
 # _loads without their Python-level wrappers (about 2 us less per message). No circular
@@ -58,29 +72,39 @@ _c_make_encoder = getattr(json.encoder, "c_make_encoder", None)
 _c_encode_basestring = getattr(json.encoder, "c_encode_basestring", None)
 _c_make_scanner = getattr(json.scanner, "c_make_scanner", None)
 _c_encode = (
-    _c_make_encoder(
-        None, _not_serializable, _c_encode_basestring, None, ":", ",", False, False, False
-    )
+    _c_make_encoder(None, _jsonable, _c_encode_basestring, None, ":", ",", False, False, False)
     if _c_make_encoder is not None and _c_encode_basestring is not None
     else None
 )
 _c_scan = _c_make_scanner(json.JSONDecoder()) if _c_make_scanner is not None else None
-#: pydantic-core's ``from_json`` once pydantic is imported (see the module docstring)
+#: pydantic-core's ``from_json`` and ``to_json`` once pydantic is imported (module docstring)
 _fast: Any = None
+_fast_encode: Any = None
 
 
-def use_fast_decoder() -> None:
-    """Let ``parse_json`` try pydantic-core's parser first (called once pydantic is loaded)."""
-    global _fast
+def use_fast_codec() -> None:
+    """Let ``encode`` and ``parse_json`` try pydantic-core first (once pydantic is loaded)."""
+    global _fast, _fast_encode
     try:
-        from pydantic_core import from_json
+        from pydantic_core import from_json, to_json
     except ImportError:  # pragma: no cover - pydantic is a dependency
         return
-    _fast = from_json
+    _fast, _fast_encode = from_json, to_json
 
 
 def encode(message: Any) -> bytes:
     """One message (or batch) as compact UTF-8 JSON, without a trailing newline."""
+    fast = _fast_encode
+    if fast is not None:
+        try:
+            data: bytes = fast(message, by_alias=True)
+        except ValueError:  # not serializable, too deep, circular: the stdlib path says why
+            pass
+        else:
+            # NaN and Infinity come out as bare constants (not JSON): the stdlib path refuses
+            # them. (A string holding these words takes that path too, with the same result.)
+            if data.find(b"NaN") < 0 and data.find(b"Infinity") < 0:
+                return data
     if _c_encode is not None:
         return "".join(_c_encode(message, 0)).encode("utf-8")
     return _dumps(message).encode("utf-8")

@@ -270,11 +270,7 @@ def test_cli_keyring_without_a_backend_says_so(capsys):
     assert code == 2 and "no system keyring is available" in err
 
 
-def test_smoke_refuses_keyring(ring, tmp_path, capsys):
-    config = tmp_path / "mcp.json"
-    config.write_text('{"servers": {}}')
-    assert cli.main(["smoke", str(config), "--keyring"]) == 2
-    assert "--token-store FILE" in capsys.readouterr().err
+# smoke --keyring (threads and worker processes): tests/test_smoke_keyring.py
 
 
 def test_keyring_store_is_made_only_when_oauth_is_needed(monkeypatch):

@@ -298,3 +298,40 @@ def test_every_public_name_still_resolves():
     out = json.loads(_run(LAZY_NAMES))
     assert out == {"missing_from_dir": [], "mcpsync.config": [], "mcpsync.skills": []}
     assert _run(SUBMODULE_ATTRIBUTES).strip() == "ok"
+
+
+SLOW_PREFETCH_START = """
+import threading
+from mcpsync import _typed
+
+# Another thread wants the models while the prefetch thread is being started (on a loaded
+# machine start() can take milliseconds): it must not find a thread it cannot join yet.
+real_start = threading.Thread.start
+seen = []
+
+def start(self):
+    if self.name == "mcpsync-typed[import]":
+        other = threading.Thread(target=lambda: seen.append(_warm_or_error()))
+        real_start(other)
+        other.join(60)
+        assert not other.is_alive()
+    real_start(self)
+
+def _warm_or_error():
+    try:
+        _typed.warm()
+        return "ok"
+    except Exception as exc:
+        return repr(exc)
+
+threading.Thread.start = start
+_typed.prefetch()
+_typed.warm()
+print(seen)
+"""
+
+
+def test_a_thread_that_needs_the_models_while_the_prefetch_starts_gets_them():
+    # (Two sessions brought up at once by a Host in a fresh process: one failed with
+    # "cannot join thread before it is started".)
+    assert _run(SLOW_PREFETCH_START).strip() == "['ok']"

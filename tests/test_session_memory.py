@@ -357,3 +357,17 @@ def test_an_invalid_tool_result_says_where(content, where, no_leaks):
         with pytest.raises(ProtocolError, match="invalid CallToolResult") as info:
             s.call_tool("t")
         assert where in str(info.value)
+
+
+def test_an_invalid_tool_result_with_valid_blocks_names_the_field(no_leaks):
+    # The blocks validate, the model refuses another field: the error names that field (and
+    # no validated block model), for call and submit.
+    raw = {"content": [{"type": "text", "text": "ok"}], "isError": "neither"}
+    server = FakeServer(handlers={"tools/call": lambda m: dict(raw)})
+    with connect(server) as s:
+        for attempt in (lambda: s.call_tool("t"), lambda: s.submit_call_tool("t").result(10)):
+            with pytest.raises(ProtocolError, match="invalid CallToolResult") as info:
+                attempt()
+            text = str(info.value)
+            assert "isError" in text
+            assert "neither" in text and "TextContent(" not in text

@@ -87,20 +87,35 @@ def test_the_noise_tail_is_bounded(no_leaks):
     assert transport.stdout_noise() == [f"banner {i}" for i in range(80, 100)]
 
 
-@pytest.mark.parametrize("id_last", [False, True])
-def test_an_oversize_reply_names_its_request_wherever_the_id_is(id_last):
+_BODY = b'"result":{"content":[{"type":"text","text":"' + b"x" * 5000 + b'"}]}'
+_LAYOUTS = {  # where a server puts the id of a too-long reply
+    "first": (b'{"jsonrpc":"2.0","id":42,' + _BODY + b"}", 42),
+    "last": (b'{"jsonrpc":"2.0",' + _BODY + b',"id":42}', 42),
+    # the TypeScript SDK's order (the same rule as HTTP's: transports.replyid)
+    "before jsonrpc": (b"{" + _BODY + b',"id":42,"jsonrpc":"2.0"}', 42),
+    "a string id": (b"{" + _BODY + b',"jsonrpc":"2.0","id":"r-1"}', "r-1"),
+    "nested only": (b'{"jsonrpc":"2.0",' + _BODY[:-1] + b',"id":42}}', None),
+}
+
+
+@pytest.mark.parametrize("layout", list(_LAYOUTS))
+def test_an_oversize_reply_names_its_request_wherever_the_id_is(layout):
     # The reader's framing step alone: the id is read from the first or the last bytes.
     errors: list[BaseException] = []
     transport = StdioTransport([*HOSTILE], max_message_bytes=1000)
     transport._bind(lambda m: None, lambda e: None, errors.append)  # noqa: SLF001
-    body = b'"result":{"content":[{"type":"text","text":"' + b"x" * 5000 + b'"}]}'
-    line = b'{"jsonrpc":"2.0",' + (body + b',"id":42}' if id_last else b'"id":42,' + body + b"}")
+    line, expected = _LAYOUTS[layout]
     for start in range(0, len(line), 700):  # in pieces, as a pipe delivers it
         transport._feed(line[start : start + 700])  # noqa: SLF001
-    assert not errors or not id_last  # with the id last, nothing is known before the newline
+    assert not errors or layout == "first"  # else nothing is known before the newline
     transport._feed(b'\n{"jsonrpc":"2.0","id":43,"result":{}}\n')  # noqa: SLF001
     assert len(errors) == 1 and isinstance(errors[0], MessageTooLarge)
-    assert errors[0].request_id == 42 and "over 1000 bytes" in str(errors[0])
+    assert errors[0].request_id == expected and "over 1000 bytes" in str(errors[0])
+    # a whole line over the cap (read in one piece) is named the same way
+    whole: list[BaseException] = []
+    transport._bind(lambda m: None, lambda e: None, whole.append)  # noqa: SLF001
+    transport._deliver_line(line)  # noqa: SLF001
+    assert len(whole) == 1 and whole[0].request_id == expected
 
 
 def test_an_oversize_reply_fails_its_call_at_once(no_leaks):

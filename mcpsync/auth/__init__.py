@@ -57,7 +57,7 @@ from .redirect import (
     headless_redirect,
 )
 from .registration import ClientInfo
-from .storage import FileTokenStore, MemoryTokenStore, TokenStore
+from .storage import FileTokenStore, MemoryTokenStore, TokenStore, TokenStoreSpec
 from .www_authenticate import Challenge, bearer_challenge, parse_www_authenticate
 
 __all__ = [
@@ -66,6 +66,7 @@ __all__ = [
     "TokenStore",
     "MemoryTokenStore",
     "FileTokenStore",
+    "TokenStoreSpec",
     "RedirectHandler",
     "LoopbackRedirect",
     "PasteRedirect",

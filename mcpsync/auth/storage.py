@@ -10,6 +10,11 @@ Owns: the token-store protocol (duck-typed: ``get(key)``, ``set(key, value)``,
   command line keeps tokens in (``mcpsync --no-store`` opts out).
 - ``mcpsync.auth.keyring_store.KeyringTokenStore`` - the system keyring (extra ``keyring``).
 
+and :class:`TokenStoreSpec`: a store described as plain, picklable data (kind and its
+parameters) that another process opens for itself (``spec.open()``), as the smoke
+runner's worker processes do: a live store holds locks and, for the keyring, a backend
+object, which do not travel.
+
 Keys used by :class:`mcpsync.auth.OAuth` (any store can rely on them being short strings):
 ``token <issuer> <resource> <client_id>`` (a token is bound to the issuer, the resource
 *and* the client that obtained it; ``-`` when a grant has no client id),
@@ -35,8 +40,9 @@ import sys
 import tempfile
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from ..errors import ConfigError
 
@@ -45,7 +51,13 @@ try:  # POSIX advisory locks; absent on Windows
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["TokenStore", "MemoryTokenStore", "FileTokenStore", "default_store_path"]
+__all__ = [
+    "TokenStore",
+    "MemoryTokenStore",
+    "FileTokenStore",
+    "TokenStoreSpec",
+    "default_store_path",
+]
 
 APP = "mcpsync"
 
@@ -197,3 +209,51 @@ class FileTokenStore:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
             raise ConfigError(f"token store {self.path}: cannot write: {exc.strerror}") from None
+
+
+@dataclass(frozen=True)
+class TokenStoreSpec:
+    """A token store as plain data, opened where it is used (picklable; no secret in it).
+
+    ``kind``: ``"file"`` (``path``: a :class:`FileTokenStore`, shared by every process
+    that opens it), ``"keyring"`` (``service``: a ``KeyringTokenStore`` over the keyring
+    backend *that* process finds), ``"memory"`` (a new :class:`MemoryTokenStore` per
+    ``open()``: nothing is shared).
+
+    >>> TokenStoreSpec.keyring().open()   # doctest: +SKIP
+    KeyringTokenStore(service='mcpsync')
+    """
+
+    kind: Literal["file", "keyring", "memory"]
+    path: str | None = None
+    service: str = "mcpsync"
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("file", "keyring", "memory"):
+            raise ConfigError(f"token store kind {self.kind!r}: expected file, keyring or memory")
+        if self.kind == "file" and not self.path:
+            raise ConfigError("a file token store needs a path")
+
+    @classmethod
+    def file(cls, path: str | os.PathLike[str]) -> TokenStoreSpec:
+        return cls("file", path=str(Path(os.path.expanduser(os.fspath(path))).absolute()))
+
+    @classmethod
+    def keyring(cls, service: str = "mcpsync") -> TokenStoreSpec:
+        return cls("keyring", service=service)
+
+    def open(self) -> TokenStore:
+        """The store, made in this process. :class:`~mcpsync.errors.ConfigError` when it
+        cannot be: the keyring package is not installed (the message names
+        ``pip install 'mcpsync[keyring]'``), or keyring found no backend here ("no system
+        keyring is available")."""
+        if self.kind == "file":
+            assert self.path is not None
+            return FileTokenStore(self.path)
+        if self.kind == "keyring":
+            from .keyring_store import KeyringTokenStore
+
+            store = KeyringTokenStore(self.service)
+            store.check_available()
+            return store
+        return MemoryTokenStore()

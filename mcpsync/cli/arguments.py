@@ -363,7 +363,8 @@ def _smoke_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--token-store",
         metavar="FILE",
-        help="OAuth token file (default: tokens.json in the user's cache directory; --no-store: none)",
+        help="OAuth token file (default: tokens.json in the user's cache directory; --no-store: "
+        "none; --keyring: the system keyring, opened by each worker)",
     )
     p.add_argument(
         "--snapshot",

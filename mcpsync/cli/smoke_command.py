@@ -53,16 +53,7 @@ def run_smoke(ns: argparse.Namespace, out: _Out) -> int:
             name: entry if entry.is_stdio else dataclasses.replace(entry, **tls)
             for name, entry in config.entries.items()
         }
-    if getattr(ns, "keyring", False):  # its workers (processes, Dask) get a file path
-        raise UsageError(
-            "smoke keeps OAuth tokens in a file (--token-store FILE, or the default one); "
-            "--keyring applies to the other commands"
-        )
-    token_store = ns.token_store
-    if token_store is None and not ns.no_store:
-        from ..auth.storage import default_store_path
-
-        token_store = str(default_store_path())  # the file every mcpsync command uses
+    token_store = _store_spec(ns, config)
     with _smoke_executor(ns) as executor:
         report = smoke(
             config,
@@ -90,6 +81,44 @@ def run_smoke(ns: argparse.Namespace, out: _Out) -> int:
     else:
         _print_smoke(report, out, [tool for tool, _ in calls])
     return report.exit_code
+
+
+def _store_spec(ns: argparse.Namespace, config: Any) -> Any:
+    """Where the workers keep OAuth tokens, as a ``TokenStoreSpec`` each opens in its own
+    process: ``--token-store FILE``, the system keyring (``--keyring``), the per-user file
+    (default), or memory only (``--no-store``: None). With ``--keyring`` the keyring is
+    opened here first when an entry may need OAuth, so a missing package or backend is one
+    usage error (exit 2) before anything starts."""
+    from ..auth.storage import TokenStoreSpec, default_store_path
+
+    use_keyring = getattr(ns, "keyring", False)
+    if use_keyring and ns.no_store:
+        raise UsageError("--no-store and --keyring contradict each other; give one")
+    if use_keyring and ns.token_store:
+        raise UsageError("--token-store and --keyring contradict each other; give one")
+    if ns.token_store:
+        return TokenStoreSpec.file(ns.token_store)
+    if ns.no_store:
+        return None
+    if not use_keyring:
+        return TokenStoreSpec.file(default_store_path())  # the file every mcpsync command uses
+    spec = TokenStoreSpec.keyring()
+    if any(_may_use_oauth(entry, ns) for entry in config.entries.values()):
+        try:
+            import keyring  # noqa: F401
+        except ImportError:
+            raise UsageError(
+                "--keyring needs the keyring package: pip install 'mcpsync[keyring]'"
+            ) from None
+        spec.open()  # ConfigError "no system keyring is available ..." (exit 2)
+    return spec
+
+
+def _may_use_oauth(entry: Any, ns: argparse.Namespace) -> bool:
+    """As the runner's auth factory decides (``mcpsync.smoke.runner``)."""
+    if entry is None or entry.is_stdio or entry.disabled:
+        return False
+    return entry.auth is not None or ns.oauth or ns.stored_auth_only
 
 
 class _NoExecutor:

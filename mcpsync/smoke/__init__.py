@@ -52,7 +52,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..config import Config, ConfigEntryError, ServerEntry, load_config
 from ..errors import ConfigError
@@ -69,6 +69,9 @@ from .results import (
     classify,
 )
 from .runner import SmokeOptions, run_entry
+
+if TYPE_CHECKING:
+    from ..auth.storage import TokenStoreSpec
 
 __all__ = [
     "smoke",
@@ -87,6 +90,15 @@ __all__ = [
 ]
 
 log = logging.getLogger("mcpsync.smoke")
+
+
+def _store_spec(store: str | os.PathLike[str] | TokenStoreSpec | None) -> TokenStoreSpec | None:
+    """A path is a file store; a spec (or None) goes to the workers as it is."""
+    if store is None or not isinstance(store, str | os.PathLike):
+        return store
+    from ..auth.storage import TokenStoreSpec
+
+    return TokenStoreSpec.file(store)
 
 
 def _config_of(config: Any, inputs: Any) -> Config | list[ServerEntry]:
@@ -109,7 +121,7 @@ def smoke(
     strict: bool = False,
     oauth: bool = False,
     stored_auth_only: bool = False,
-    token_store: str | os.PathLike[str] | None = None,
+    token_store: str | os.PathLike[str] | TokenStoreSpec | None = None,
     listing: bool = False,
     snapshot_dir: str | os.PathLike[str] | None = None,
     inputs: Any = None,
@@ -127,7 +139,10 @@ def smoke(
     ``calls``: tool names, or ``(tool, arguments)``, called on every server offering them.
     ``consent(entry) -> bool`` is asked here, one entry at a time, before anything starts.
     ``strict``: each tool's schemas must be valid JSON Schema (results are always checked
-    against ``outputSchema``). ``stored_auth_only``: HTTP entries use the tokens in
+    against ``outputSchema``). ``token_store``: where OAuth tokens live, a file path or a
+    :class:`~mcpsync.auth.TokenStoreSpec` (``TokenStoreSpec.keyring()``: the system
+    keyring), opened by each worker in its own process (None: memory, per entry).
+    ``stored_auth_only``: HTTP entries use the tokens in
     ``token_store`` and fail with class ``auth`` rather than ask a person.
     ``listing``: keep each server's tools/resources/prompts (``EntryResult.listing``).
     ``snapshot_dir``: compare each listing with ``DIR/<entry>.json`` (written when absent);
@@ -144,7 +159,7 @@ def smoke(
         connect_timeout=connect_timeout,
         oauth=oauth,
         stored_auth_only=stored_auth_only,
-        token_store=os.fspath(token_store) if token_store is not None else None,
+        token_store=_store_spec(token_store),
         strict=strict,
         listing=listing or snapshot_dir is not None,
         log_server_messages=log_server_messages,

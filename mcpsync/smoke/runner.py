@@ -10,11 +10,14 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..config import ServerEntry
 from ..errors import AuthError, CapabilityError, MCPSyncError
 from .results import CallResult, EntryResult, _error_text, classify
+
+if TYPE_CHECKING:
+    from ..auth.storage import TokenStoreSpec
 
 __all__ = ["SmokeOptions", "run_entry"]
 
@@ -26,19 +29,29 @@ _SLACK = 5.0  # added to each bound: thread start-up, a loaded machine
 
 @dataclass(frozen=True)
 class SmokeOptions:
-    """What :func:`run_entry` does with each entry; plain data, sent to the workers."""
+    """What :func:`run_entry` does with each entry; plain data, sent to the workers.
+
+    ``token_store``: where OAuth tokens live, as a :class:`~mcpsync.auth.TokenStoreSpec`
+    each worker opens in its own process (a path means a file store); None: each entry's
+    tokens in memory only."""
 
     calls: tuple[tuple[str, Mapping[str, Any]], ...] = ()
     timeout: float | None = None  # per request (None: the entry's or the default)
     connect_timeout: float | None = None
     oauth: bool = False
     stored_auth_only: bool = False
-    token_store: str | None = None
+    token_store: TokenStoreSpec | str | None = None
     strict: bool = False
     listing: bool = False  # collect tools/resources/prompts (snapshots)
     log_server_messages: bool = False  # server log notifications to stderr
     close_timeout: float = _CLOSE_TIMEOUT
     run_id: str = ""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.token_store, str):
+            from ..auth.storage import TokenStoreSpec
+
+            object.__setattr__(self, "token_store", TokenStoreSpec.file(self.token_store))
 
     def entry_bound(self, entry: ServerEntry | None) -> float:
         """How long one entry may take in its worker, all included."""
@@ -68,10 +81,10 @@ def _auth_factory(options: SmokeOptions) -> Callable[[ServerEntry], Any]:
         from ..config import oauth_for_entry
 
         extra: dict[str, Any] = {}
-        if options.token_store:
-            from ..auth.storage import FileTokenStore
-
-            extra["store"] = FileTokenStore(options.token_store)
+        spec = options.token_store
+        if spec is not None:  # a description: opened here, in the worker's own process
+            assert not isinstance(spec, str)  # __post_init__ made it a spec
+            extra["store"] = spec.open()
         if options.stored_auth_only:
             extra["redirect"] = _no_prompt
         return oauth_for_entry(entry, **extra)

@@ -11,23 +11,17 @@ so), decoding each line (``jsonrpc.decode``: garbage is a ``ProtocolError``, kep
 from __future__ import annotations
 
 import collections
-import re
 from collections.abc import Callable
 from typing import Any
 
 from ..errors import ProtocolError
 from ..jsonrpc import decode, excerpt
+from .replyid import _names_method, reply_id, response_id
 
 __all__ = ["MessageTooLarge", "LineFramer"]
 
 #: how many non-JSON stdout lines ``stdout_noise()`` keeps
 _NOISE_LINES = 20
-
-
-# The top-level id of a response, from the first or last bytes of a line too long to parse:
-# right after the opening brace's first members, or as the last member before the final brace.
-_HEAD_ID = re.compile(rb'^\s*\{(?:[^{}\[\]]*?,)?\s*"id"\s*:\s*(-?\d+)\s*[,}]')
-_TAIL_ID = re.compile(rb',\s*"id"\s*:\s*(-?\d+)\s*\}\s*$')
 
 
 class MessageTooLarge(ProtocolError):
@@ -36,7 +30,7 @@ class MessageTooLarge(ProtocolError):
 
     Reported through ``on_error``: the connection fails that request with it at once."""
 
-    def __init__(self, message: str, *, request_id: int | None) -> None:
+    def __init__(self, message: str, *, request_id: Any) -> None:
         self.request_id = request_id
         super().__init__(message)
 
@@ -50,6 +44,7 @@ class LineFramer:
     _parts: list[bytes]
     _part_bytes: int
     _discarding: bool
+    _discard_head: bytes
     _discard_tail: bytes
     _discard_unreported: bool
     _noise: collections.deque[str]
@@ -76,9 +71,9 @@ class LineFramer:
             if self._discarding:
                 self._discarding = False
                 if self._discard_unreported:  # the id may be the last member: `..., "id": 7}`
-                    found = _TAIL_ID.search((self._discard_tail + piece)[-512:])
-                    self._report_too_large(int(found.group(1)) if found else None)
-                self._discard_tail = b""
+                    tail = (self._discard_tail + piece)[-512:]
+                    self._report_too_large(reply_id(self._discard_head, tail))
+                self._discard_head = self._discard_tail = b""
                 continue
             if self._parts:
                 self._parts.append(piece)
@@ -93,13 +88,14 @@ class LineFramer:
         self._part_bytes = 0
         self._discarding = True
         self._discard_tail = b""
-        found = _HEAD_ID.match(head)
+        self._discard_head = head
+        found = response_id(head)  # the one rule for every transport (``replyid``)
         # A response whose id comes first (or a request): report now; else at its last bytes.
-        self._discard_unreported = found is None and b'"method"' not in head
+        self._discard_unreported = found is None and not _names_method(head)
         if not self._discard_unreported:
-            self._report_too_large(int(found.group(1)) if found else None)
+            self._report_too_large(found)
 
-    def _report_too_large(self, request_id: int | None) -> None:
+    def _report_too_large(self, request_id: Any) -> None:
         self._report(MessageTooLarge(
             f"server {self.name!r} sent a message over {self.max_message_bytes} bytes; it was discarded",
             request_id=request_id,
@@ -109,8 +105,7 @@ class LineFramer:
         if line.isspace() or not line:
             return
         if len(line) > self.max_message_bytes:  # whole, but its last piece took it over
-            found = _HEAD_ID.match(line[:512]) or _TAIL_ID.search(line[-512:])
-            self._report_too_large(int(found.group(1)) if found else None)
+            self._report_too_large(reply_id(line[:512], line[-512:]))
             return
         try:
             message = decode(line)

@@ -288,14 +288,21 @@ class PipeReader:
         so the next reader neither looks at it again nor releases its lock a second time."""
         need_reader = hand_over
         parked = self._parked
-        for key, (future, _) in list(parked.items()):
-            if everyone or future.done() or need_reader:
-                entry = parked.pop(key, None)
-                if entry is None:
+        for key, (future, signal) in list(parked.items()):
+            if everyone or future.done():
+                if parked.pop(key, None) is None:
                     continue  # woken by another reader just now
-                if not (everyone or future.done()):
+            elif need_reader:
+                if parked.pop(key, None) is None:
+                    continue
+                if not future.done():  # (its reply may have come meanwhile: then look on)
                     need_reader = False
-                _release(entry[1])
+            else:
+                continue
+            try:
+                signal.release()  # what _release does, inlined (a reader's hot path)
+            except RuntimeError:  # released by another waker first
+                pass
 
     def wakeup(self) -> None:
         """Make a caller that reads stdout look at its future again (resolved elsewhere)."""
@@ -345,11 +352,3 @@ class PipeReader:
             self._role_cv.notify_all()
         if not self._closing.is_set():
             self._report_close(self._exit_error("server closed its stdout"))
-
-
-def _release(signal: LockType) -> None:
-    """Wake the caller parked on ``signal`` (woken already: nothing to do)."""
-    try:
-        signal.release()
-    except RuntimeError:  # released by another waker first
-        pass

@@ -144,6 +144,7 @@ class StdioTransport(ChildProcess, PipeReader, LineFramer, Transport):
         self._parts: list[bytes] = []
         self._part_bytes = 0
         self._discarding = False
+        self._discard_head = b""  # the first bytes of the line being discarded
         self._discard_tail = b""  # the last bytes of the line being discarded
         self._discard_unreported = False
         self._fd = -1

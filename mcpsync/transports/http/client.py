@@ -35,7 +35,8 @@ from ...errors import (
 )
 from ...jsonrpc import excerpt, parse_json
 from ..base import Transport
-from .fastpool import _Buffered, _ConnectTimeout, _FastPool
+from .fastpool import _Buffered, _ConnectTimeout, _FastPool, _Undelivered
+from .fastresponse import HeadLost
 from .requestauth import RequestAuth
 
 __all__ = [
@@ -357,7 +358,10 @@ class HTTPClient:
         try:
             if pool is not None and target.origin == self.target.origin:
                 if self._request_auth is None:
-                    response = pool.urlopen(method, target.path, headers, body, read_timeout)
+                    try:
+                        response = pool.urlopen(method, target.path, headers, body, read_timeout)
+                    except _Undelivered:  # never reached the server: once more, a new connection
+                        response = pool.urlopen(method, target.path, headers, body, read_timeout)
                 else:
                     response = self._send_with_auth(
                         self._request_auth, pool, method, target, headers, body, read_timeout
@@ -390,6 +394,15 @@ class HTTPClient:
             raise
         except _ConnectTimeout:
             raise RequestTimeout(f"{method} {safe_url(target.url)}: connecting timed out") from None
+        except HeadLost as exc:  # the fast pool's: the connection ended before a reply head
+            reset = isinstance(exc.__cause__, ConnectionResetError) and not isinstance(
+                exc.__cause__, http.client.RemoteDisconnected
+            )
+            raise ConnectError(
+                f"{method} {safe_url(target.url)}: the server "
+                f"{'reset' if reset else 'closed'} the connection before its reply; it may have "
+                "received the request, so it was not sent again"
+            ) from None
         except (
             requests.RequestException,
             urllib3.exceptions.HTTPError,
@@ -412,23 +425,28 @@ class HTTPClient:
         """The fast path with a RequestAuth: its headers on each send, its answer to a
         401/403 or ``DPoP-Nonce`` reply, at most ``auth.max_resends`` re-sends."""
         state: dict[str, Any] = {}
+        sent = partial(auth.request_sent, method, target.url, state)
+        undelivered = False
         for resends in range(auth.max_resends + 1):
-            added = auth.request_headers(method, target.url, state)
-            base: Mapping[str, str]
-            extra: Mapping[str, str] | None
-            if added and any(name in headers for name in added):
-                base, extra = {**headers, **added}, None  # the auth's value replaces the caller's
-            else:
-                base, extra = headers, added  # the pool caches the head of ``headers`` alone
-            response = pool.urlopen(
-                method,
-                target.path,
-                base,
-                body,
-                read_timeout,
-                partial(auth.request_sent, method, target.url, state),
-                extra,
-            )
+            while True:
+                added = auth.request_headers(method, target.url, state)
+                base: Mapping[str, str]
+                extra: Mapping[str, str] | None
+                if added and any(name in headers for name in added):
+                    # the auth's value replaces the caller's
+                    base, extra = {**headers, **added}, None
+                else:
+                    base, extra = headers, added  # the pool caches the head of ``headers`` alone
+                try:
+                    response = pool.urlopen(
+                        method, target.path, base, body, read_timeout, sent, extra
+                    )
+                except _Undelivered:
+                    if undelivered:
+                        raise
+                    undelivered = True  # never reached the server: once more, new headers
+                    continue
+                break
             status = response.status
             if status != 401 and status != 403 and response.headers.get("dpop-nonce") is None:
                 return response

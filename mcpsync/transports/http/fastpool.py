@@ -2,9 +2,12 @@
 
 Owns: ``_FastPool`` (one origin, HTTP or HTTPS, TLS set up as requests would), the
 response object it returns (``_FastReply``: gzip/deflate, connection given back once read),
-stale-socket detection, the request head (built and validated by ``http.client`` once per
-distinct set of headers, then taken from the pool's cache) sent with a small body in one
-write (``_Conn``), and ``_Buffered`` (a response over content a hook already read).
+stale-socket detection, the proof that a request on a reused connection that turned out
+dead never reached the server (``_Undelivered``: the caller sends it once more), the
+request head (built and validated by ``http.client`` once per distinct set of headers,
+then taken from the pool's cache) sent with a small body in one write (``_Conn``), TCP
+keep-alive on every connection (``_KEEP_ALIVE``), and ``_Buffered`` (a response over
+content a hook already read).
 Measured: ``requests.Session.post`` or urllib3 cost more per call than the whole exchange.
 
 Many threads on one pool: each caller takes its own connection, writes its request and
@@ -36,9 +39,9 @@ from typing import Any
 
 import requests
 
-from .fastresponse import FastResponse
+from .fastresponse import INFO_LEN, FastResponse, HeadLost, tcp_info
 
-__all__ = ["_FastPool", "_FastReply", "_Buffered", "_ConnectTimeout", "_Conn"]
+__all__ = ["_FastPool", "_FastReply", "_Buffered", "_ConnectTimeout", "_Conn", "_Undelivered"]
 
 
 class _Buffered:
@@ -159,6 +162,8 @@ class _FastPool:
             self._context = _ssl_context(verify, cert)
         #: plain HTTP on Linux: kernel timeouts on blocking sockets, TCP_INFO checks
         self._kernel = self._context is None and _TCP_INFO is not None
+        #: Linux (TLS too): TCP_INFO kept when a connection goes idle (``_Undelivered``)
+        self._track = _TCP_INFO is not None
         #: request heads by (method, path, header items): built by http.client once
         self._heads: dict[tuple[Any, ...], bytes] = {}
 
@@ -178,15 +183,15 @@ class _FastPool:
                 return self._new()
             sock = conn.sock
             if sock is not None and not (
-                _stale(sock, conn.received) if conn.kernel else _readable(sock)
+                _stale(sock, conn.idle_info) if conn.kernel else _readable(sock)
             ):
                 return conn
             conn.close()  # the server closed it (or sent junk) while idle
 
     def put(self, conn: _Conn) -> None:
         if not self.closed and len(self._idle) < self.maxsize:
-            if conn.kernel and conn.sock is not None:
-                conn.received = _received(conn.sock)
+            if conn.track and conn.sock is not None:
+                conn.idle_info = _info(conn.sock)
             self._idle.append(conn)
             if self.closed:  # close() ran meanwhile: do not keep it
                 self.close()
@@ -205,32 +210,51 @@ class _FastPool:
     ) -> _FastReply:
         """One request on a pooled connection; ``on_sent`` runs once it is written, before
         its reply is read. ``extra``: headers of this request only (credentials: never
-        cached), after ``headers``."""
+        cached), after ``headers``. Raises ``_Undelivered`` when the request provably never
+        reached the server (see there): the caller may send it once more."""
         conn = self.get()
+        reused = conn.sock is not None  # an idle keep-alive connection (checked by get())
         try:
-            if conn.sock is None:
+            if not reused:
                 try:
                     conn.connect()  # bounded by connect_timeout
                 except TimeoutError as exc:
                     raise _ConnectTimeout() from exc
-                conn.kernel = self._kernel
+                conn.kernel, conn.track = self._kernel, self._track
+                _keep_alive(conn.sock)
             if conn.applied != read_timeout:
                 conn.apply_timeout(read_timeout)
             try:
                 self._send(conn, method, path, headers, body, extra)
             except BlockingIOError as exc:  # SO_SNDTIMEO: the server does not read
                 raise TimeoutError("timed out") from exc
+            except OSError as exc:
+                if reused and not isinstance(exc, TimeoutError):
+                    raise self._undelivered("writing the request failed") from exc
+                raise
             if _QUICKACK is not None:
                 # ACK the reply at once: a server without TCP_NODELAY that writes headers
                 # and body separately would otherwise stall ~40 ms on our delayed ACK.
                 conn.sock.setsockopt(socket.IPPROTO_TCP, _QUICKACK, 1)
             if on_sent is not None:
                 on_sent()
-            response = conn.getresponse()
+            try:
+                response = conn.getresponse()
+            except HeadLost as exc:  # EOF or a reset before the status line
+                if reused and _never_acked(conn.idle_info, exc.info):
+                    raise self._undelivered("the server never acknowledged it") from exc
+                raise
         except BaseException:
             conn.close()
             raise
         return _FastReply(response, conn, self)
+
+    def _undelivered(self, why: str) -> _Undelivered:
+        """A reused connection was found dead with the request: drop the other idle ones
+        too (opened to the same server process, they are as likely dead, and a reset one
+        may not show it), so that the caller's one re-send goes out on a new connection."""
+        self.drop_idle()
+        return _Undelivered(f"a reused keep-alive connection was dead ({why})")
 
     def _send(
         self,
@@ -262,13 +286,17 @@ class _FastPool:
             head += conn.build_fields(extra)
         conn.send_request(method, head, body)
 
-    def close(self) -> None:
-        self.closed = True
+    def drop_idle(self) -> None:
+        """Close every idle connection."""
         while self._idle:
             try:
                 self._idle.pop().close()
             except IndexError:
                 break
+
+    def close(self) -> None:
+        self.closed = True
+        self.drop_idle()
 
 
 _QUICKACK: int | None = getattr(socket, "TCP_QUICKACK", None)  # Linux only
@@ -278,8 +306,12 @@ _ONE_WRITE = 64 * 1024
 _HEADS = 64
 _TCP_INFO: int | None = getattr(socket, "TCP_INFO", None) if sys.platform == "linux" else None
 _TCP_ESTABLISHED = 1
-#: struct tcp_info up to tcpi_bytes_received (Linux >= 4.1), which is at offset 128
-_INFO_LEN = 136
+#: struct tcp_info up to tcpi_bytes_received (Linux >= 4.1), which is at offset 128;
+#: tcpi_bytes_acked (bytes we sent that the peer's TCP acknowledged) is at offset 120
+_INFO_LEN = INFO_LEN
+_ACKED = slice(120, 128)
+_RECEIVED = slice(128, 136)
+_RETRANS = slice(100, 104)  # tcpi_total_retrans
 _BODY_METHODS = frozenset(("POST", "PUT", "PATCH"))
 _CS_IDLE = http.client._CS_IDLE  # type: ignore[attr-defined]
 _CS_REQ_SENT = http.client._CS_REQ_SENT  # type: ignore[attr-defined]
@@ -300,8 +332,10 @@ class _Conn(http.client.HTTPConnection):
     applied: object = _UNSET
     #: a blocking socket with kernel timeouts, checked with TCP_INFO when idle
     kernel = False
-    #: tcpi_bytes_received when the connection was put back in the pool
-    received = -1
+    #: TCP_INFO is kept when the connection goes idle (Linux)
+    track = False
+    #: the raw TCP_INFO when the connection was put back in the pool (``track``)
+    idle_info = b""
 
     def apply_timeout(self, timeout: float | None) -> None:
         sock = self.sock
@@ -385,16 +419,68 @@ class _ConnectTimeout(TimeoutError):
     """Connecting (not reading) timed out."""
 
 
-def _received(sock: socket.socket) -> int:
-    """tcpi_bytes_received of ``sock`` (-1 when the kernel does not say)."""
+class _Undelivered(ConnectionError):
+    """The request went out on a reused idle connection that turned out dead, and it
+    provably never reached the server; sending it once more, on a new connection, is safe.
+
+    Why that is not a silent re-send of a ``tools/call`` the server may have run: a server
+    can only act on a request it has read whole. Two cases prove it did not:
+
+    - the write failed (``EPIPE``, ``ECONNRESET``): the request did not leave in full,
+      and a server does not run half a request (its body is framed by Content-Length);
+    - the connection ended (EOF or a reset) before a single reply byte, the server's TCP
+      never acknowledged a byte of this request, and nothing of it was sent twice (Linux
+      ``TCP_INFO``: ``tcpi_bytes_acked`` and ``tcpi_total_retrans`` unchanged since the
+      connection was put back in the pool). A request the server's kernel took into an
+      open socket is acknowledged (a FIN sent after the server read it acknowledges it
+      too), or, while that ACK is delayed, its server can only end silently (a host gone),
+      and then only our retransmission meets a reset. So: the server had closed the socket
+      before the request arrived (the keep-alive race: its FIN crossed our request, and it
+      answered the request with a reset), or the connection no longer existed there when
+      the request first arrived (a server host or process gone without a FIN, a new
+      process on the port: a reset at once).
+
+    Everything else is not re-sent: an EOF after the server acknowledged the request
+    (it may have read it and died while running it: a ``tools/call`` may have run), a
+    reset that met a retransmission (the first copy may have been read), a reset after
+    any reply byte, a timeout, a fresh connection, and on a read failure a
+    connection without a ``TCP_INFO`` record (not Linux; its write failures still count).
+    TLS is the same: the proof is TCP's (a TLS record the server sent while the connection
+    was idle counts as a reply byte: no re-send). The one case the rule cannot tell apart:
+    a server that reads a request and then aborts the connection (a reset, ``SO_LINGER``
+    0) within its delayed-ACK time, without answering. (urllib3 and Go check an idle
+    connection before reuse, as ``get()`` does, and Go re-sends a request it wrote
+    nothing of; this adds the acknowledgement as the proof for a request that was
+    written.)
+    """
+
+
+_info = tcp_info
+
+#: TCP keep-alive of every pooled connection: the first probe after 15 s idle (as Go's
+#: net.Dialer), then every 5 s, 3 unanswered end it. A stream that waits for the server
+#: (a GET back-channel, a 2026-07-28 ``subscriptions/listen`` reply, read timeout 24 h)
+#: otherwise never learns that the server vanished without a FIN: the first probe meets a
+#: reset (a new process on the port) or goes unanswered (a host gone), and the read fails.
+_KEEP_ALIVE = (
+    (getattr(socket, "TCP_KEEPIDLE", None) or getattr(socket, "TCP_KEEPALIVE", None), 15),
+    (getattr(socket, "TCP_KEEPINTVL", None), 5),
+    (getattr(socket, "TCP_KEEPCNT", None), 3),
+)
+
+
+def _keep_alive(sock: socket.socket) -> None:
+    """Turn TCP keep-alive on for a new connection (see ``_KEEP_ALIVE``); best effort."""
     try:
-        info = sock.getsockopt(socket.IPPROTO_TCP, _TCP_INFO, _INFO_LEN)  # type: ignore[arg-type]
-    except (OSError, ValueError):
-        return -1
-    return int.from_bytes(info[128:136], sys.byteorder) if len(info) >= _INFO_LEN else -1
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        for option, value in _KEEP_ALIVE:
+            if option is not None:
+                sock.setsockopt(socket.IPPROTO_TCP, option, value)
+    except OSError:
+        pass
 
 
-def _stale(sock: socket.socket, received: int) -> bool:
+def _stale(sock: socket.socket, idle_info: bytes) -> bool:
     """``_readable`` without releasing the GIL (Linux, plain TCP): True if the peer closed
     the connection (state no longer ESTABLISHED) or sent something while it was idle."""
     try:
@@ -403,9 +489,25 @@ def _stale(sock: socket.socket, received: int) -> bool:
         return True
     if not info or info[0] != _TCP_ESTABLISHED:
         return True
-    if received < 0 or len(info) < _INFO_LEN:
+    if len(idle_info) < _INFO_LEN or len(info) < _INFO_LEN:
         return _readable(sock)  # an old kernel: ask poll
-    return int.from_bytes(info[128:136], sys.byteorder) != received
+    return info[_RECEIVED] != idle_info[_RECEIVED]
+
+
+def _never_acked(idle_info: bytes, info: bytes) -> bool:
+    """True if, from ``idle_info`` (TCP_INFO when the connection was put back idle) to
+    ``info`` (when it ended), the peer's TCP acknowledged no byte we sent, we sent nothing
+    twice, and it sent no reply byte (a FIN counts one in tcpi_bytes_received); see
+    ``_Undelivered``."""
+    if len(info) < _INFO_LEN or len(idle_info) < _INFO_LEN:
+        return False
+    received = int.from_bytes(info[_RECEIVED], sys.byteorder)
+    before = int.from_bytes(idle_info[_RECEIVED], sys.byteorder)
+    return (
+        info[_ACKED] == idle_info[_ACKED]
+        and info[_RETRANS] == idle_info[_RETRANS]
+        and 0 <= received - before <= 1
+    )
 
 
 def _readable(sock: socket.socket) -> bool:

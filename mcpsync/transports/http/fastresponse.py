@@ -14,6 +14,10 @@ Also owns reading a socket whose read timeout is the kernel's (``SO_RCVTIMEO`` o
 blocking socket, see ``fastpool``): Python's socket file takes the ``EAGAIN`` that ends
 such a wait for "no data yet" and returns nothing, which ``http.client`` would read as
 the server closing; here it is a timeout, as on a socket with Python's own timeout.
+
+And the connection's TCP record when it ends before the response head (``HeadLost``, with
+Linux ``TCP_INFO`` taken before ``http.client`` closes the socket): ``fastpool`` reads
+from it whether the request ever reached the server.
 """
 
 from __future__ import annotations
@@ -23,9 +27,36 @@ import http.client
 import io
 import re
 import socket
+import sys
 from typing import Any
 
-__all__ = ["FastResponse", "parse_head"]
+__all__ = ["FastResponse", "HeadLost", "parse_head", "tcp_info", "INFO_LEN"]
+
+_TCP_INFO: int | None = getattr(socket, "TCP_INFO", None) if sys.platform == "linux" else None
+#: struct tcp_info up to tcpi_bytes_received (Linux >= 4.1), which is at offset 128
+INFO_LEN = 136
+
+
+def tcp_info(sock: socket.socket) -> bytes:
+    """The raw struct tcp_info of ``sock`` (b"" when the kernel does not say)."""
+    if _TCP_INFO is None:
+        return b""
+    try:
+        return sock.getsockopt(socket.IPPROTO_TCP, _TCP_INFO, INFO_LEN)
+    except (OSError, ValueError):
+        return b""
+
+
+class HeadLost(ConnectionError):
+    """The connection ended (EOF or a reset) before the response head was read whole.
+
+    ``info``: the connection's raw TCP_INFO at that moment (b"": not known); the
+    original error is the ``__cause__``."""
+
+    def __init__(self, message: str, info: bytes) -> None:
+        super().__init__(message)
+        self.info = info
+
 
 #: a header field name as ``email``'s parser takes it: printable, no blank, no colon
 _NAME = re.compile(r"[\x21-\x39\x3b-\x7e]+")
@@ -93,11 +124,16 @@ class FastResponse(http.client.HTTPResponse):
     def begin(self) -> None:
         if self.headers is not None:
             return  # begun already
-        while True:  # interim 1xx "100 Continue" heads are skipped
-            version, status, reason = self._read_status()  # type: ignore[attr-defined]
-            if status != http.client.CONTINUE:
-                break
-            http.client._read_headers(self.fp)  # type: ignore[attr-defined]
+        try:
+            while True:  # interim 1xx "100 Continue" heads are skipped
+                version, status, reason = self._read_status()  # type: ignore[attr-defined]
+                if status != http.client.CONTINUE:
+                    break
+                http.client._read_headers(self.fp)  # type: ignore[attr-defined]
+        except ConnectionError as exc:  # http.client closes the socket when this is raised
+            raw = self.fp.raw if isinstance(self.fp, io.BufferedReader) else None
+            info = tcp_info(raw._sock) if isinstance(raw, _TimedSocketIO) else b""
+            raise HeadLost(str(exc) or type(exc).__name__, info) from exc
         self.code = self.status = status
         self.reason = reason.strip()
         if version in ("HTTP/1.0", "HTTP/0.9"):

@@ -11,6 +11,13 @@ messages to; every server message, responses included, then arrives on the strea
 stream's origin (a different one is refused, as the reference SDKs do). There is no
 resumption: when the stream ends, the transport is done and ``on_close`` says why.
 
+A reply over ``max_event_bytes`` fails its call at once (``ReplyTooLarge``, naming the
+size and the limit): with every reply on the one stream, whose it was is read from the
+event's first bytes, else its last (servers built on the TypeScript SDK put the ``id``
+after the ``result``); one whose id neither end gives is reported as a ``ProtocolError``.
+The rule is the shared read loop's (``sse.read_events``, ``sse.reply_id``); the stream
+goes on after it.
+
 HTTP plumbing (fast path, requests path, auth hooks, error translation) is shared with
 the Streamable HTTP transport.
 """

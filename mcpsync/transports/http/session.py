@@ -3,7 +3,8 @@
 Owns: the headers each kind of request goes out with (initialize, POST, GET/DELETE),
 capturing the session id the server assigns, session expiry (a 404 to a request that
 carried the id: exactly one request re-initializes, the others wait for it and are sent
-again with the new id), and DELETE of the session on close. A mixin of
+again with the new id; a request re-initializes at most ``MAX_REINITIALIZATIONS`` times,
+``SessionKeptExpiring`` after that), and DELETE of the session on close. A mixin of
 ``StreamableHTTPTransport``: it works on that transport's state, under its state lock.
 """
 
@@ -13,27 +14,47 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ...errors import MCPSyncError, RequestTimeout, SessionExpired, TransportError
 from ..base import Message
 from .client import ACCEPT_POST, HTTPClient, Target, discard
 
-__all__ = ["SessionLifecycle"]
+__all__ = ["SessionLifecycle", "SessionKeptExpiring", "MAX_REINITIALIZATIONS"]
 
 log = logging.getLogger("mcpsync.http")
 
 #: sends of one message that may each race a session expiry before it gives up
 MAX_RESENDS = 8
+#: re-initializations one request may lead (the connection's, then the transport's)
+MAX_REINITIALIZATIONS = 3
+#: requests remembered as having led a re-initialization (their re-send is to come)
+_LED_MAX = 64
 #: longest wait for a re-initialization when the request has no timeout
 _REINIT_WAIT = 60.0
 _STALE, _LEADER, _HANDSHAKE = "stale", "leader", "handshake"
 _SESSION_ID = re.compile(r"[\x21-\x7e]{1,1024}")
 
 
+class SessionKeptExpiring(SessionExpired):
+    """The session expired again each time the request was sent after a re-initialization,
+    ``MAX_REINITIALIZATIONS`` times: given up. ``reasons``: every expiry, oldest first."""
+
+    def __init__(self, message: str, reasons: list[SessionExpired]) -> None:
+        super().__init__(message)
+        self.reasons = reasons
+
+
 class SessionLifecycle:
     """The session half of ``StreamableHTTPTransport`` (see the module docstring)."""
+
+    #: Runs the MCP handshake again on this transport (blocking, bounded by the session's
+    #: timeouts): the session's own re-initialization, set by the layer that owns the
+    #: session (``mcpsync._restart.heal_expiry``). With it, a request whose re-send after
+    #: a re-initialization meets another expiry leads the next one itself (see
+    #: ``_expired_again``); without it, that request gets ``SessionExpired``.
+    reinitialize_session: Callable[[], None] | None = None
 
     # set by the transport's __init__
     _http: HTTPClient
@@ -50,8 +71,15 @@ class SessionLifecycle:
     _init_headers: dict[str, str]
     _post_headers: dict[str, str]
     _post_session: str | None
+    #: request id -> the expiries it met, for requests that led a re-initialization
+    #: whose re-send has not come yet
+    _led: dict[Any, list[SessionExpired]]
 
     def describe(self) -> str:
+        raise NotImplementedError
+
+    def _renew_back_channel(self) -> None:
+        """The session was initialized again (``streams.BackChannel``)."""
         raise NotImplementedError
 
     def _post(
@@ -104,6 +132,7 @@ class SessionLifecycle:
                     self._expiry = _STALE
                     self._session_cond.notify_all()
             raise
+        renewed = False
         with self._state_lock:
             if method == "initialize":
                 if self._expiry is not None:
@@ -111,6 +140,9 @@ class SessionLifecycle:
             elif self._expiry is _HANDSHAKE:
                 self._expiry = None
                 self._session_cond.notify_all()
+                renewed = True
+        if renewed:
+            self._renew_back_channel()  # the old session's GET stream goes
 
     def _await_session(
         self, method: str | None, is_request: bool, read_timeout: float | None
@@ -149,6 +181,59 @@ class SessionLifecycle:
                     f"{bound:g} s; {method} not sent"
                 )
             self._session_cond.wait(remaining)
+
+    # -- an expiry during the re-send: bounded ----------------------------------------
+    #
+    # A request that leads gets ``SessionExpired``; the connection re-initializes (once per
+    # call, its rule) and sends it again. If the server expires the session again before
+    # that re-send is answered, the request leads once more, and here the transport
+    # re-initializes itself through ``reinitialize_session`` and sends it again, until the
+    # request has led ``MAX_REINITIALIZATIONS`` re-initializations; the next expiry fails
+    # it with ``SessionKeptExpiring`` (every expiry kept), and leaves the session stale so
+    # that the next request leads a new re-initialization. A 404 means the server did not
+    # run the request: each re-send is safe.
+
+    def _expired_again(
+        self,
+        request_id: Any,
+        method: str | None,
+        error: SessionExpired,
+        reasons: list[SessionExpired] | None,
+    ) -> list[SessionExpired]:
+        """``error``: the request ``request_id`` is to lead a re-initialization. Raises it
+        (the connection re-initializes) the first time; re-initializes through the hook
+        and returns the expiries so far (send again) the next times; raises
+        ``SessionKeptExpiring`` past the bound."""
+        hook = self.reinitialize_session
+        if hook is None:
+            raise error
+        with self._state_lock:
+            if reasons is None:
+                reasons = self._led.pop(request_id, None)
+            if reasons is None:  # its first: the connection's rule
+                if len(self._led) >= _LED_MAX:
+                    self._led.clear()  # requests whose re-send never came (a failed one)
+                self._led[request_id] = [error]
+                raise error
+            reasons.append(error)
+            if len(reasons) > MAX_REINITIALIZATIONS:
+                if self._expiry is _LEADER:  # nobody re-initializes: the next request leads
+                    self._expiry = _STALE
+                    self._session_cond.notify_all()
+                lines = "; ".join(str(r) for r in reasons[-2:])
+                raise SessionKeptExpiring(
+                    f"{self.describe()}: the session expired {len(reasons)} times while "
+                    f"sending {method} (re-initialized {len(reasons) - 1} times, each time "
+                    f"the new session expired before the request was answered): {lines}",
+                    reasons,
+                ) from error
+        log.warning(
+            "mcpsync: %s: the session expired again while %s was re-sent; initializing again",
+            self.describe(),
+            method,
+        )
+        hook()  # its failure is the request's (a failed handshake leaves the session stale)
+        return reasons
 
     def _not_found(self, sent_session: str, is_request: bool) -> bool:
         """A 404 to a message sent with ``sent_session``. False: report ``SessionExpired``

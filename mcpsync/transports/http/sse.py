@@ -1,9 +1,9 @@
 """Server-Sent Events shared by the HTTP transports: the parser and the one read loop.
 
 Owns: ``read_events`` (read a stream, report too-large events naming whose reply they
-were, skip priming events, decode, deliver), ``response_id`` (the id of a reply from its
-first bytes), and ``SSEParser``: turning the bytes of a ``text/event-stream`` body into events, incrementally and in
-linear time, following the WHATWG event-stream interpretation rules: lines end in CRLF,
+were (``transports.replyid``: from their first bytes, else their last), skip priming events, decode,
+deliver), ``ReplyTooLarge``, and ``SSEParser``: turning the bytes of a
+``text/event-stream`` body into events, incrementally and in linear time, following the WHATWG event-stream interpretation rules: lines end in CRLF,
 LF or CR; ``:`` starts a comment (keep-alives); ``data`` lines are joined with LF;
 ``id`` sets the last event id as soon as it is read, even in an event that is never
 dispatched; ``retry`` sets the reconnection delay, likewise; an event without any ``data``
@@ -22,18 +22,20 @@ and it joins a long line by repeated ``bytes`` concatenation (a 10 MB ``data:`` 
 Hostile streams: one leading UTF-8 byte order mark is skipped (as the standard's decoder
 does); a line longer than ``max_event_bytes`` is dropped unread, and when it is a ``data``
 line, or when data lines add up to more, the event is "too large" whatever the chunking
-(reported as an ``EventTooLarge`` where it ends); a ``retry`` of more than 12 digits counts as 10^12 ms. ``feed``
-never raises. ``tests/test_fuzz_sse.py`` checks all of it against a reference model.
+(reported as an ``EventTooLarge`` where it ends, with the first 256 and the last 512
+bytes of its data); a ``retry`` of more than 12 digits counts as 10^12 ms. ``feed`` never
+raises. ``tests/test_fuzz_sse.py`` checks all of it against a reference model.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
 from ...errors import ProtocolError
 from ...jsonrpc import decode
+from ..replyid import _names_method as _names_method  # re-exported: streamable's
+from ..replyid import reply_id, response_id
 
 __all__ = [
     "SSEEvent",
@@ -41,6 +43,7 @@ __all__ = [
     "EventTooLarge",
     "ReplyTooLarge",
     "response_id",
+    "reply_id",
     "read_events",
     "READ_CHUNK",
 ]
@@ -49,6 +52,7 @@ _BOM = b"\xef\xbb\xbf"
 #: bytes asked of the socket per read of an event stream
 READ_CHUNK = 256 * 1024
 _HEAD = 256  # bytes of a too-large event's data kept for EventTooLarge.head
+_TAIL = 512  # bytes of its end kept for EventTooLarge.tail
 _MAX_RETRY_DIGITS = 12  # 10^12 ms is 31 years: longer values count as that
 
 
@@ -63,15 +67,37 @@ class SSEEvent(NamedTuple):
 class EventTooLarge(Exception):
     """One event grew past the parser's limit; the parser skips it and goes on.
 
-    ``head``: the first bytes (up to 256) of its data, so a caller can tell whose reply it
-    was (``response_id`` below).
+    ``head``: the first bytes (up to 256) of its data, ``tail`` its last bytes (up to 512),
+    so a caller can tell whose reply it was (``reply_id`` below). ``size``: the bytes of it
+    seen (at least that many).
     """
 
-    def __init__(self, size: int, limit: int, head: bytes = b"") -> None:
+    def __init__(self, size: int, limit: int, head: bytes = b"", tail: bytes = b"") -> None:
         self.size = size
         self.limit = limit
         self.head = head
-        super().__init__(f"an SSE event exceeded {limit} bytes and was discarded")
+        self.tail = tail
+        super().__init__(
+            f"an SSE event exceeded {limit} bytes ({size} bytes or more) and was discarded"
+        )
+
+
+def _last(pieces: list[bytes], sep: bytes = b"\n", n: int = _TAIL) -> bytes:
+    """The last ``n`` bytes of ``sep.join(pieces)``, joining only the pieces it needs."""
+    picked: list[bytes] = []
+    size = -len(sep)
+    for piece in reversed(pieces):
+        picked.append(piece[-n:])
+        size += len(piece) + len(sep)
+        if size >= n:
+            break
+    return sep.join(reversed(picked))[-n:]
+
+
+def _value(line: bytes) -> bytes:
+    """A ``data:`` line's value (the field name and one leading space taken off)."""
+    value = line[5:]
+    return value[1:] if value[:1] == b" " else value
 
 
 class SSEParser:
@@ -98,6 +124,8 @@ class SSEParser:
         "_at_start",
         "_head",
         "_big_head",
+        "_big_tail",
+        "_tail_line",
     )
 
     def __init__(self, max_event_bytes: int = 256 * 1024 * 1024) -> None:
@@ -115,6 +143,8 @@ class SSEParser:
         self._at_start = True  # nothing of this stream read yet: a BOM may come
         self._head = b""  # the first bytes while they may still be a split BOM
         self._big_head = b""  # the start of the data of an event over the cap
+        self._big_tail = b""  # the end of it so far
+        self._tail_line = False  # the line being skipped is a data line: its end is data
 
     def feed(self, chunk: bytes) -> Iterator[SSEEvent | EventTooLarge]:
         """Parse ``chunk``; yield every event it completes."""
@@ -151,13 +181,16 @@ class SSEParser:
             start = end + 1
             if self._skip_line:  # the rest of a line that overflowed the cap
                 self._skip_line = False
+                if self._tail_line:
+                    self._tail_line = False
+                    self._big_tail = (self._big_tail + line[-_TAIL:])[-_TAIL:]
             elif not line:
                 event = self._dispatch()
                 if event is not None:
                     yield event
             elif len(line) > self.max_event_bytes:  # the same verdict as when it came in pieces
                 if line.startswith(b"data:"):
-                    self._too_large(len(line), line[: _HEAD + 6])
+                    self._too_large(len(line), line[: _HEAD + 6], _value(line)[-_TAIL:])
             else:
                 self._field(line)
 
@@ -166,6 +199,7 @@ class SSEParser:
         self._parts.clear()
         self._part_bytes = 0
         self._skip_line = False
+        self._tail_line = False
         self._pending_cr = False
         self._at_start = True  # a resumed stream is a new body: it may start with a BOM
         self._head = b""
@@ -182,9 +216,15 @@ class SSEParser:
         self._head = b""
         return head[3:] if head.startswith(_BOM) else head
 
-    def _too_large(self, size: int, line_head: bytes = b"") -> None:
+    def _too_large(self, size: int, line_head: bytes = b"", line_tail: bytes | None = None) -> None:
         """The current event is over the cap: drop its data, report it at its end.
-        ``line_head``: the start of the ``data:`` line that went over (not in ``_data``)."""
+        ``line_head``: the start of the ``data:`` line that went over (not in ``_data``);
+        ``line_tail``: the end of that line's value as far as it was read."""
+        if self._oversize:  # the end of its data so far: who it was for, if the id is last
+            if line_tail is not None:
+                self._big_tail = _last([self._big_tail, line_tail])
+        else:
+            self._big_tail = _last(self._data if line_tail is None else [*self._data, line_tail])
         if not self._oversize:  # keep the start of its data: who it was for
             head = bytearray()
             pieces = list(self._data[:_HEAD])
@@ -206,13 +246,19 @@ class SSEParser:
         if self._skip_line:
             if self._oversize:
                 self._oversize += len(piece)
+            if self._tail_line:
+                self._big_tail = (self._big_tail + piece[-_TAIL:])[-_TAIL:]
             return
         self._parts.append(piece)
         self._part_bytes += len(piece)
         if self._part_bytes > self.max_event_bytes:  # a line over the cap: never kept whole
             start = b"".join(self._parts[: _HEAD + 6])[: _HEAD + 6]  # pieces are not empty
             if start[:5] == b"data:":
-                self._too_large(self._part_bytes, start)
+                end = _last(self._parts, b"", _TAIL + 6)
+                if len(end) >= self._part_bytes:  # the whole line: take its field name off
+                    end = _value(end)
+                self._too_large(self._part_bytes, start, end[-_TAIL:])
+                self._tail_line = True
             self._skip_line = True
             self._parts.clear()
             self._part_bytes = 0
@@ -229,6 +275,7 @@ class SSEParser:
         if name == b"data":
             if self._oversize:
                 self._oversize += len(value)
+                self._big_tail = _last([self._big_tail, value])
                 return
             self._data.append(value)
             self._data_bytes += len(value) + 1
@@ -250,9 +297,12 @@ class SSEParser:
 
     def _dispatch(self) -> SSEEvent | EventTooLarge | None:
         if self._oversize:
-            error = EventTooLarge(self._oversize, self.max_event_bytes, self._big_head)
+            error = EventTooLarge(
+                self._oversize, self.max_event_bytes, self._big_head, self._big_tail
+            )
             self._oversize = 0
             self._big_head = b""
+            self._big_tail = b""
             self._reset_event()
             return error
         if not self._data:
@@ -269,6 +319,7 @@ class SSEParser:
         self._event = ""
         self._oversize = 0
         self._big_head = b""
+        self._big_tail = b""
 
 
 # -- whose reply a too-large event was -----------------------------------------------------
@@ -284,80 +335,6 @@ class ReplyTooLarge(ProtocolError):
     def __init__(self, message: str, *, request_id: Any) -> None:
         self.request_id = request_id
         super().__init__(message)
-
-
-_ID_SCAN = json.JSONDecoder().raw_decode
-_WS = " \t\r\n"
-
-
-def _top_keys(head: bytes) -> tuple[set[str], Any]:
-    """The top-level keys of the JSON object whose text starts with ``head`` (as far as it
-    goes) and its ``id`` when that is a complete string or integer (else None)."""
-    keys: set[str] = set()
-    rid: Any = None
-    text = head.decode("utf-8", "ignore").lstrip(_WS)
-    if not text.startswith("{"):
-        return keys, rid
-    depth, i, n, key_next = 0, 0, len(text), False
-    while i < n:
-        c = text[i]
-        if c == '"':
-            end = i + 1
-            while end < n and text[end] != '"':
-                end += 2 if text[end] == "\\" else 1
-            if end >= n:
-                break  # cut off inside a string
-            if depth == 1 and key_next:
-                colon = end + 1
-                while colon < n and text[colon] in _WS:
-                    colon += 1
-                if colon >= n or text[colon] != ":":
-                    break
-                key = text[i + 1 : end]
-                keys.add(key)
-                key_next = False
-                i = colon + 1
-                if key == "id":
-                    while i < n and text[i] in _WS:
-                        i += 1
-                    try:
-                        value, i = _ID_SCAN(text, i)
-                    except ValueError:
-                        break  # cut off, or not a plain value
-                    if i >= n:
-                        break  # a number may go on past the cut
-                    if type(value) in (int, str):
-                        rid = value
-                continue
-            i = end + 1
-            continue
-        if c in "{[":
-            depth += 1
-            key_next = depth == 1
-        elif c in "}]":
-            depth -= 1
-        elif c == "," and depth == 1:
-            key_next = True
-        i += 1
-    return keys, rid
-
-
-def response_id(head: bytes) -> Any:
-    """The id of the JSON-RPC response whose text starts with ``head``, or None.
-
-    For a reply over the size limit, from its first bytes only: a response when its
-    top-level keys include ``id`` (a string or integer) and ``result`` or ``error``, and no
-    ``method``. Nested keys, and anything cut off, are not taken for the id.
-    """
-    keys, rid = _top_keys(head)
-    if "method" in keys or rid is None or not ({"result", "error"} & keys):
-        return None
-    return rid
-
-
-def _names_method(head: bytes) -> bool:
-    """True when ``head`` starts a request or notification (a top-level ``method``)."""
-    return "method" in _top_keys(head)[0]
 
 
 # -- the read loop both HTTP transports run --------------------------------------------------
@@ -380,7 +357,7 @@ def read_events(
     """Read the event stream ``response`` until it ends or ``stop()``; deliver each message.
 
     Per event: a too-large one is reported (``ReplyTooLarge`` naming the request whose
-    reply it was, by ``owner`` (default: ``response_id`` of its first bytes), else a plain
+    reply it was, by ``owner`` (default: ``reply_id`` of its first and last bytes), else a plain
     ``ProtocolError``), and reading ends when ``claimed(owner)`` says so; an event of
     another type than ``message`` goes to ``on_other``; empty data (priming events) is
     skipped; data that is not JSON-RPC is reported; a message is shown to ``on_message``,
@@ -395,7 +372,7 @@ def read_events(
                 return
             for event in parser.feed(chunk):
                 if isinstance(event, EventTooLarge):
-                    found = owner(event) if owner is not None else response_id(event.head)
+                    found = owner(event) if owner is not None else reply_id(event.head, event.tail)
                     if found is None:
                         report(ProtocolError(f"{what}: {event}"))
                         continue

@@ -151,6 +151,7 @@ class StreamableHTTPTransport(BackChannel, SessionLifecycle, HTTPTransport):
         self._init_headers: dict[str, str] = {}
         self._post_headers: dict[str, str] = {}
         self._post_session: str | None = None
+        self._led: dict[Any, list[SessionExpired]] = {}
         self._rebuild_headers()
 
     # -- Transport -------------------------------------------------------------------
@@ -168,6 +169,7 @@ class StreamableHTTPTransport(BackChannel, SessionLifecycle, HTTPTransport):
         self._maybe_open_back_channel()
 
     def set_protocol_version(self, version: str) -> None:
+        renewed = False
         with self._state_lock:
             self.protocol_version = version
             self._modern = is_modern(version)  # no sessions, GET stream or resumption
@@ -175,6 +177,9 @@ class StreamableHTTPTransport(BackChannel, SessionLifecycle, HTTPTransport):
             if self._expiry is _HANDSHAKE:  # a re-initialization is complete
                 self._expiry = None
                 self._session_cond.notify_all()
+                renewed = True
+        if renewed:
+            self._renew_back_channel()  # the old session's GET stream goes
         if self._maybe_open_back_channel() and not self._get_settled.wait(self.back_channel_wait):
             log.debug("mcpsync: GET stream of %s not answered yet; going on", self.describe())
 
@@ -205,16 +210,24 @@ class StreamableHTTPTransport(BackChannel, SessionLifecycle, HTTPTransport):
         ):
             self._send_handshake(message, method, read_timeout, headers)
             return
+        reasons: list[SessionExpired] | None = None  # expiries this request led
         for _ in range(MAX_RESENDS):
-            with self._state_lock:
-                if self._expiry is None:
-                    hdrs, sent_session = self._post_headers, self._post_session
-                else:  # the session expired: wait for the re-initialization (or lead it)
-                    hdrs, sent_session, read_timeout = self._await_session(
-                        method, is_request, read_timeout
-                    )
-            if self._post(message, method, is_request, hdrs, sent_session, read_timeout, headers):
-                return
+            try:
+                with self._state_lock:
+                    if self._expiry is None:
+                        hdrs, sent_session = self._post_headers, self._post_session
+                    else:  # the session expired: wait for the re-initialization (or lead it)
+                        hdrs, sent_session, read_timeout = self._await_session(
+                            method, is_request, read_timeout
+                        )
+                if self._post(
+                    message, method, is_request, hdrs, sent_session, read_timeout, headers
+                ):
+                    return
+            except SessionExpired as exc:  # this request is to lead a re-initialization
+                if not is_request:
+                    raise
+                reasons = self._expired_again(message["id"], method, exc, reasons)
         raise SessionExpired(
             f"{self.describe()}: the session expired {MAX_RESENDS} times while sending {method}"
         )

@@ -4,7 +4,9 @@ Owns: ``_Stream`` (one SSE stream being read: a POST reply or the GET back-chann
 reconnection delay rule (the server's ``retry:``, bounded), and ``BackChannel``, the
 mixin over ``StreamableHTTPTransport``'s declared state that opens the GET stream after
 initialization on ``mcpsync-http-get[name]``, re-opens it with ``Last-Event-ID`` when it
-ends, gives up after ``max_reconnects`` failures, and treats 405 as "no GET stream".
+ends, gives up after ``max_reconnects`` failures, and treats 405 as "no GET stream"; after
+a re-initialization it ends the old session's stream and opens one for the new session
+(the old one may sit on a connection the server no longer has: no FIN ever ends it).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from ...errors import MCPSyncError, ProtocolError, RequestTimeout
-from .client import ACCEPT_SSE, Target, discard, safe_url
+from .client import ACCEPT_SSE, Target, discard, safe_url, shutdown_response
 from .sse import SSEParser
 
 __all__ = ["BackChannel"]
@@ -121,6 +123,16 @@ class BackChannel:
             self._get_thread.start()
             return True
 
+    def _renew_back_channel(self) -> None:
+        """The session was initialized again: end the GET stream of the old one (its thread
+        opens one for the new session at once, from no event id; not a failure)."""
+        with self._state_lock:
+            old = [s for s in self._streams if s.kind == "get"]
+            for stream in old:
+                stream.aborted = True
+        for stream in old:
+            shutdown_response(stream.response)
+
     def _run_back_channel(self) -> None:
         try:
             self._keep_back_channel()
@@ -168,6 +180,9 @@ class BackChannel:
                 self._get_open.clear()
             if closing.is_set():
                 return
+            if stream.aborted:  # the session was initialized again: a stream for the new one
+                parser, failures = SSEParser(self.max_event_bytes), 0
+                continue
             if isinstance(ended, RequestTimeout):
                 failures = 0  # idle past sse_read_timeout: reconnect quietly
             elif parser.last_event_id != seen:
