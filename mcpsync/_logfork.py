@@ -24,6 +24,12 @@ Order: logging's module lock first, then the handlers' (the order ``logging.conf
 takes them in; logging's own at-fork hook takes the module lock right after this one, at
 once as it is an ``RLock`` this thread holds): the hook adds no lock-order deadlock.
 
+A busy handler (a thread logging non-stop takes its lock again before the forking thread,
+woken, gets to it: the locks are not fair, and on a loaded machine it loses every time):
+while the fork waits for that lock, a filter on the handler (``_gate``, removed as soon as
+the lock is had) holds the other threads' records before they take the lock, until the
+fork is done (bounded by ``TIMEOUT``); the forking thread's own records pass.
+
 Bounded: every lock is tried until one overall deadline (``TIMEOUT`` seconds per fork),
 so a handler that stays inside its ``emit`` (a full pipe nobody reads, a nested record
 waiting for a lock the forking thread holds) cannot hang the fork: that handler is skipped
@@ -58,6 +64,11 @@ _ROOT_NAME = "mcpsync"
 #: per forking thread: the locks it holds across its fork (``held``), how many handlers its
 #: last fork left out (``skipped``); a thread's own, as two threads may fork at once
 _mine = threading.local()
+#: the threads whose fork waits for a busy handler (their records pass the gate), and the
+#: gate's state (set: open)
+_gaters: set[int] = set()
+_open = threading.Event()
+_open.set()
 
 
 def handlers() -> list[logging.Handler]:
@@ -95,6 +106,35 @@ def skipped() -> int | None:
     return getattr(_mine, "skipped", None)
 
 
+def _gate(record: logging.LogRecord) -> bool:
+    """A filter on a busy handler while a fork waits for its lock: the other threads'
+    records wait here (bounded), before the lock, so they cannot keep taking it first."""
+    if _gaters and threading.get_ident() not in _gaters:
+        _open.wait(TIMEOUT)
+    return True
+
+
+def _take(handler: logging.Handler, lock: Any, deadline: float) -> bool:
+    """The handler's lock, by the deadline. Busy: its other records wait at the gate (a
+    thread logging non-stop would otherwise take it again before this one wakes up)."""
+    if lock.acquire(blocking=False):
+        return True
+    ident = threading.get_ident()
+    _gaters.add(ident)
+    _open.clear()
+    handler.addFilter(_gate)
+    try:
+        return bool(lock.acquire(timeout=max(0.0, deadline - time.monotonic())))
+    finally:
+        handler.removeFilter(_gate)  # those inside it wait on, for the gate to open
+
+
+def _open_gate() -> None:
+    _gaters.discard(threading.get_ident())
+    if not _gaters:
+        _open.set()
+
+
 def _before() -> None:
     deadline = time.monotonic() + TIMEOUT
     held: list[Any] = []
@@ -113,12 +153,13 @@ def _before() -> None:
                 lock = handler.lock
                 if lock is None:  # a handler that made no lock (createLock overridden)
                     continue
-                if lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
+                if _take(handler, lock, deadline):
                     held.append(lock)
                 else:
                     missed += 1
     except BaseException:  # noqa: BLE001 - a fork must not fail for logging: release, go on
         _release(held)
+        _open_gate()
         held, missed = [], len(found)
     _mine.held, _mine.skipped = held, missed
 
@@ -134,12 +175,17 @@ def _release(locks: list[Any]) -> None:
 def _after_in_parent() -> None:
     held, _mine.held = getattr(_mine, "held", []), []
     _release(held)
+    _open_gate()  # the records that waited go on
 
 
 def _after_in_child() -> None:
+    global _open
     # (the forking thread's own thread-local data lives on in the child; no other's does)
     held, _mine.held = getattr(_mine, "held", []), []
     _release(held)
+    _gaters.clear()
+    _open = threading.Event()  # a fresh one: a parent thread may have held the old one's lock
+    _open.set()
 
 
 if hasattr(os, "register_at_fork"):  # POSIX

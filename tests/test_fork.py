@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import faulthandler
 import json
-import logging
 import multiprocessing
 import os
 import sys
@@ -28,35 +27,13 @@ DEMO = [sys.executable, "-m", "mcpsync.demo_server"]
 WAIT = 20.0
 
 
-def _all_handlers() -> list[logging.Handler]:
-    loggers = [logging.getLogger()] + [
-        lg for lg in logging.Logger.manager.loggerDict.values() if isinstance(lg, logging.Logger)
-    ]
-    seen: dict[int, logging.Handler] = {}
-    for lg in loggers:
-        for handler in lg.handlers:
-            seen.setdefault(id(handler), handler)
-    return list(seen.values())
-
-
 def _in_child(body: Callable[[], dict[str, Any]], *, hold: bool = False) -> tuple[int, int, int]:
     """Fork; run ``body`` in the child and send its dict back. Returns (pid, result fd,
     release fd): with ``hold`` the child then waits until the release fd is written/closed."""
     results_r, results_w = os.pipe()
     release_r, release_w = os.pipe()
-    # No thread may be inside a logging handler at the fork: a parent thread writing a record
-    # (a reader logging the server's stderr) holds the stream's buffer lock, which CPython
-    # does not renew in the child (logging renews only its own locks), so the child's first
-    # record would block for ever. Every handler's lock is held across the fork.
-    handlers = _all_handlers()
-    for handler in handlers:
-        handler.acquire()
-    try:
-        pid = os.fork()
-    finally:
-        if pid != 0:  # the parent; in the child logging made the handler locks afresh
-            for handler in reversed(handlers):
-                handler.release()
+    # (no thread is inside a logging handler at the fork: mcpsync._logfork's at-fork hook)
+    pid = os.fork()
     if pid == 0:  # the child: never return into pytest
         code = 0
         try:

@@ -84,7 +84,10 @@ def _fork_and_log(child: Callable[[int], None], forks: int) -> list[int | None]:
         if not got:
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
-            raise AssertionError(f"fork {i + 1} of {forks}: the child hung logging its record")
+            raise AssertionError(
+                f"fork {i + 1} of {forks}: the child hung logging its record"
+                f" (the hook skipped {skips[-1]} handler(s))"
+            )
         assert got == b"ok", got
         assert _reap(pid) == 0
     return skips
