@@ -153,18 +153,29 @@ def test_without_the_reaper_the_wrappers_children_would_be_orphans() -> None:
 
 @posix_only
 def test_close_ends_the_whole_tree_and_the_reaper_forgets_it(no_leaks) -> None:
+    others = reaper.REAPER.watched()  # servers of this process still up (none, normally)
     session = mcpsync.Session.connect(WRAPPED, name="wrapped", timeout=20)
     try:
         server = psutil.Process(session.transport.process.pid)
         kids = [c.pid for c in server.children(recursive=True)]
         assert kids and all(_alive(pid) for pid in kids)
         assert server.pid in reaper.REAPER.watched()
-        assert reaper.REAPER.pid is not None and _alive(reaper.REAPER.pid)
+        reaper_pid = reaper.REAPER.pid
+        assert reaper_pid is not None and _alive(reaper_pid)
     finally:
         session.close()
     assert _alive_after([server.pid, *kids], 2.0) == []
     assert server.pid not in reaper.REAPER.watched()
-    # the reaper is nobody's child here: the leak check sees no process of ours left
+    if others:  # another session's server is still up: the reaper keeps guarding it
+        assert reaper.REAPER.pid == reaper_pid and _alive(reaper_pid)
+        return
+    # the reaper is nobody's child here (the leak check cannot see it): with the last server
+    # gone it ends too, nothing of ours outlives close(); the next spawn starts another
+    assert reaper.REAPER.watched() == frozenset() and reaper.REAPER.pid is None
+    assert _alive_after([reaper_pid], WAIT) == []
+    with mcpsync.Session.connect(WRAPPED, name="again", timeout=20) as again:
+        assert again.transport.process.pid in reaper.REAPER.watched()
+        assert reaper.REAPER.pid not in (None, reaper_pid) and _alive(reaper.REAPER.pid)
 
 
 @posix_only
@@ -226,6 +237,64 @@ def test_a_killed_reaper_is_replaced_and_told_every_group() -> None:
         mine.close()
         server.kill()
         server.wait(WAIT)
+
+
+@posix_only
+def test_the_reaper_ends_with_the_last_group_and_a_new_one_comes_with_the_next() -> None:
+    """Forgetting one of two groups keeps the reaper; forgetting the last ends it (and it
+    signals nothing: the group was told gone first); the next watch starts another, which
+    guards the new group."""
+    mine = reaper.Reaper()
+    servers = [subprocess.Popen(["sleep", "300"], start_new_session=True) for _ in range(3)]
+    try:
+        mine.watch(servers[0].pid)
+        mine.watch(servers[1].pid)
+        first = mine.pid
+        assert first is not None and _alive(first)
+        mine.forget(servers[0].pid)
+        assert mine.pid == first and _alive(first)
+        mine.forget(servers[1].pid)  # the last one
+        assert mine.pid is None and mine.watched() == frozenset()
+        assert _alive_after([first], WAIT) == []
+        assert servers[0].poll() is None and servers[1].poll() is None  # never signalled
+        mine.watch(servers[2].pid)
+        second = mine.pid
+        assert second not in (None, first) and _alive(second)
+        mine.close()  # as the host's death: the new reaper ends the new group
+        assert servers[2].wait(WAIT) == -signal.SIGTERM
+        assert servers[0].poll() is None and servers[1].poll() is None
+    finally:
+        mine.close()
+        for proc in servers:
+            proc.kill()
+            proc.wait(WAIT)
+
+
+@posix_only
+def test_a_killed_reaper_told_of_the_last_group_is_not_replaced_until_the_next_watch() -> None:
+    """The reaper killed by someone, then its last group forgotten: the failed write is
+    noticed and no reaper is started for nothing; the next watch starts a live one."""
+    mine = reaper.Reaper()
+    server = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    other = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    try:
+        mine.watch(server.pid)
+        first = mine.pid
+        assert first is not None
+        os.kill(first, signal.SIGKILL)
+        assert _alive_after([first], WAIT) == []
+        mine.forget(server.pid)
+        assert mine.pid is None and mine.watched() == frozenset()
+        mine.watch(other.pid)
+        assert mine.pid not in (None, first) and _alive(mine.pid)
+        mine.close()
+        assert other.wait(WAIT) == -signal.SIGTERM
+        assert server.poll() is None
+    finally:
+        mine.close()
+        for proc in (server, other):
+            proc.kill()
+            proc.wait(WAIT)
 
 
 def test_the_reaper_can_be_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -12,15 +12,17 @@ is told each group's id over a pipe (a Unix socket pair: a write to a dead reape
 SIGPIPE) whose only writer is the host. When the host dies by any means, the kernel closes
 the host's end; the reaper reads EOF, sends SIGTERM to every group it still knows, then
 SIGKILL to those still there after ``GRACE`` seconds, and exits.
-On a normal exit the sessions are closed first (every group forgotten), so it only exits.
+When the last server it knows of was reaped (every session closed), its pipe is closed with
+no group left and it just exits; the next stdio spawn starts another. On a normal exit the
+sessions are closed first, so it only exits.
 
 The reaper is ``/bin/sh`` running a short script (no Python interpreter: ``sys.executable``
 is not always one, e.g. under uwsgi or in a frozen app), in a session of its own (the
 terminal's Ctrl-C and a SIGHUP do not reach it), started through a shell that exits at once
 (so it is nobody's child here: nothing to wait for, no process for leak checks to see).
-Cost: one spawn of ``sh`` (2-5 ms, measured on a loaded machine) the first time; per
-server one ``send`` of a few bytes at start and one at reaping (~1.5 us of CPU each);
-nothing per call.
+Cost: one spawn of ``sh`` (2-5 ms, measured on a loaded machine) at the first stdio spawn,
+and again at the first one after the last server was gone; per server one ``send`` of a
+few bytes at start and one at reaping (~1.5 us of CPU each); nothing per call.
 
 Pids are recycled: a group is forgotten as soon as its server was waited for and the group
 is empty (``ServerProcess.wait``/``poll``), or after the ladder ended it
@@ -133,13 +135,23 @@ class Reaper:
                 self._send(f"+{pgid}\n")
 
     def forget(self, pgid: int) -> None:
-        """Group ``pgid`` ended (its server was reaped): never signal it again."""
+        """Group ``pgid`` ended (its server was reaped): never signal it again. The last
+        one ends the reaper too (its pipe closes with nothing to end): no process of ours
+        outlives the sessions; the next spawn starts another."""
         with self._lock:
             if pgid not in self._groups:
                 return
             self._groups.discard(pgid)
-            if self._sock is not None:
-                self._send(f"-{pgid}\n")
+            sock = self._sock
+            if sock is None:
+                return
+            last = not self._groups
+            # told first (at EOF it would signal what it still knows, and the id may be
+            # someone else's soon); a dead reaper is replaced only if groups remain
+            self._send(f"-{pgid}\n", again=not last)
+            if last and self._sock is sock:
+                self._sock, self._pid = None, None
+                sock.close()
 
     def close(self) -> None:
         """Close the pipe, as this process's death would: the reaper ends what it knows.
@@ -209,7 +221,9 @@ class Reaper:
                     if not ready:
                         raise TimeoutError("the reaper's pipe stayed full") from None
         except OSError as exc:  # BrokenPipeError: it died
-            log.warning("mcpsync: the reaper is gone (%s); starting another", exc)
+            log.warning(
+                "mcpsync: the reaper is gone (%s)%s", exc, "; starting another" if again else ""
+            )
             sock.close()
             self._sock, self._pid = None, None
             if again:
