@@ -250,12 +250,15 @@ def start(
     on_progress: Callable[[Progress], None] | None = None,
     reset_timeout_on_progress: bool = False,
     max_timeout: float | None = None,
+    handle: TaskFuture | None = None,
 ) -> TaskFuture:
     """Send the task-augmented ``tools/call`` ``params`` (with its ``task`` member) and follow
     the task it makes; the future resolves to ``convert`` of its ``CallToolResult``.
 
-    ``on_progress`` hears the progress the server reports until the ``CreateTaskResult``."""
-    handle = TaskFuture(session, None)
+    ``on_progress`` hears the progress the server reports until the ``CreateTaskResult``.
+    ``handle``: the future to use (``call`` makes it first, so that a Ctrl-C landing inside
+    this function still cancels the task)."""
+    handle = handle if handle is not None else TaskFuture(session, None)
     creating = session._submit(
         "tools/call", params, _same, timeout=timeout, on_progress=on_progress,
         reset_timeout_on_progress=reset_timeout_on_progress, max_timeout=max_timeout,
@@ -302,8 +305,12 @@ def _created_id(raw: Any) -> str | None:
 def call(session: Session, params: dict[str, Any], convert: Convert, **options: Any) -> Any:
     """``start`` and block for the result; Ctrl-C cancels this task (``tasks/cancel``) and
     re-raises. Bounded as the task is (each request by the timeout, the polls by its ttl)."""
-    handle = start(session, params, convert, **options)
+    handle = TaskFuture(session, None)
     try:
+        # inside the try: a Ctrl-C while start() still runs (starting the follower thread
+        # waits for it, long on a loaded machine) cancels the task too: tasks/cancel goes out
+        # at once, or when the CreateTaskResult comes
+        start(session, params, convert, handle=handle, **options)
         while True:
             try:
                 return handle.result(timeout=1.0)

@@ -158,10 +158,20 @@ def test_cancelling_a_started_task_sends_tasks_cancel(no_leaks, tmp_path: Path):
 def test_ctrl_c_during_a_blocking_task_call_cancels_only_that_task(no_leaks, tmp_path: Path):
     code = textwrap.dedent(
         """
-        import json, sys
+        import json, sys, threading
         import mcpsync
+        from mcpsync import _tasks
         argv = json.loads(sys.argv[1])
-        announce = lambda m: print("LOG", m.data, flush=True)
+        # The scenario: Ctrl-C while the blocking call waits for the task. The log line goes
+        # out once the main thread waits there (on a loaded machine it may still be finishing
+        # the creating request's write when the task is announced: another case).
+        waiting = threading.Event()
+        wait_for_result = _tasks.TaskFuture.result
+        def result(self, timeout=None):
+            waiting.set()
+            return wait_for_result(self, timeout)
+        _tasks.TaskFuture.result = result
+        announce = lambda m: (waiting.wait(30), print("LOG", m.data, flush=True))
         with mcpsync.Session.connect(argv, timeout=10, on_log=announce) as s:
             s.list_tools()
             try:
