@@ -41,7 +41,9 @@ class DeadlineTimer:
     def __init__(self) -> None:
         self._cond = threading.Condition()
         self._tables: dict[int, tuple[dict[Any, Any], Callable[[Any], bool]]] = {}
-        self._next = _NEVER
+        #: when the timer wakes next (read unlocked by callers: a deadline after it needs
+        #: no ``schedule``, the timer re-scans by then)
+        self.next_wake = _NEVER
         self._gen = 0
         self.thread: threading.Thread | None = None
 
@@ -69,10 +71,10 @@ class DeadlineTimer:
 
     def schedule(self, deadline: float) -> None:
         # Unlocked first look (hot path); the timer re-scans at least once a second anyway.
-        if deadline < self._next:
+        if deadline < self.next_wake:
             with self._cond:
-                if deadline < self._next:
-                    self._next = deadline
+                if deadline < self.next_wake:
+                    self.next_wake = deadline
                     self._cond.notify()
 
     def _loop(self, gen: int) -> None:
@@ -93,7 +95,7 @@ class DeadlineTimer:
                 # Sleep until the earliest deadline, at most a second. Requests whose
                 # deadline falls after that wake-up need not notify us (the hot path).
                 wake = min(earliest, now + 1.0)
-                self._next = wake
+                self.next_wake = wake
                 if not expired:
                     cond.wait(wake - now)
                     continue
@@ -106,7 +108,7 @@ class DeadlineTimer:
     def _after_fork(self) -> None:
         self._cond = threading.Condition()
         self._tables.clear()
-        self._next = _NEVER
+        self.next_wake = _NEVER
         self.thread = None
 
 

@@ -309,7 +309,8 @@ class Connection:
             call.timeout = timeout
             call.deadline = now + timeout
             call.hard_deadline = now + (max_timeout if max_timeout is not None else 10 * timeout)
-            TIMER.schedule(call.deadline)
+            if call.deadline < TIMER.next_wake:  # (else the timer looks by then anyway)
+                TIMER.schedule(call.deadline)
         try:
             if not headers:  # (else Mcp-Param-* headers, for transports that take them: HTTP)
                 self.transport.send(message, timeout=timeout)

@@ -167,8 +167,12 @@ class Transport(Owned, ABC):
                     on_message(item)
             else:
                 on_message(message)
-        except Exception:  # a bug in a callback must not break the transport's reader
-            log.exception("mcpsync: error while handling a message from %s", self.name)
+        except Exception:  # noqa: BLE001 - a callback bug must not break the reader (logged)
+            self._callback_failed()
+
+    def _callback_failed(self) -> None:
+        """Log the exception ``on_message`` raised (called in its ``except``)."""
+        log.exception("mcpsync: error while handling a message from %s", self.name)
 
     def _report(self, error: BaseException) -> None:
         """Report garbage on the wire (or a lost reply) without ending the stream."""

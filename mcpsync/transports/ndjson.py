@@ -50,6 +50,8 @@ class LineFramer:
     _noise: collections.deque[str]
     _report: Callable[[BaseException], None]
     _deliver: Callable[[Any], None]
+    _callback_failed: Callable[[], None]
+    _on_message: Callable[[Any], None] | None
 
     def _feed(self, chunk: bytes) -> None:
         start = 0
@@ -102,15 +104,22 @@ class LineFramer:
         ))  # fmt: skip
 
     def _deliver_line(self, line: bytes) -> None:
-        if line.isspace() or not line:
-            return
         if len(line) > self.max_message_bytes:  # whole, but its last piece took it over
-            self._report_too_large(reply_id(line[:512], line[-512:]))
+            if not line.isspace():
+                self._report_too_large(reply_id(line[:512], line[-512:]))
             return
         try:
             message = decode(line)
         except ProtocolError as exc:
+            if not line or line.isspace():  # a blank line is no message, and no noise
+                return
             self._noise.append(excerpt(line, 200))
             self._report(ProtocolError(f"server {self.name!r} wrote to stdout: {exc}"))
             return
-        self._deliver(message)
+        if type(message) is dict and self._on_message is not None:
+            try:  # one message (the usual case): straight to on_message
+                self._on_message(message)
+            except Exception:  # noqa: BLE001 - as _deliver: a callback's bug is logged
+                self._callback_failed()
+        else:
+            self._deliver(message)
