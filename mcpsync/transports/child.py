@@ -26,6 +26,7 @@ from typing import Any
 
 from ..jsonrpc import excerpt
 from . import windows
+from .park import Slots
 from .spawn import ServerProcess, spawn
 
 __all__ = ["DEFAULT_INHERITED_ENV", "default_environment", "ChildProcess", "spawn"]
@@ -83,6 +84,7 @@ class ChildProcess:
     _err_fd: int
     _err_lock: threading.Lock
     _caller_poll: Any
+    _slots: Slots  # the wake-up slots of parked callers
     _wake_r: int
     _wake_w: int
     _stop_w: int
@@ -112,6 +114,7 @@ class ChildProcess:
                     os.close(fd)
                 except OSError:
                     pass
+        self._slots.abandon()  # (no parker survived the fork)
         self._stdin, self._stdin_fd, self._fd, self._caller_poll = None, -1, -1, None
         self._err_fd = -1  # (closed below, with the stderr pipe)
         proc = self.process

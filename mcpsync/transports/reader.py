@@ -2,9 +2,9 @@
 
 Owns: who reads the server's stdout (a waiting caller takes the "reader role" and reads
 its own reply, and every other message it finds, so a sequential call costs one wake-up;
-callers that cannot get the role park until their reply was delivered or the role is
-theirs), and the transport's one thread, ``mcpsync-stdio-reader[name]``: it reads
-stdout while no caller does (notifications, server requests, the EOF of an idle
+callers that cannot get the role park on a wake-up slot, ``park.py``, until their reply
+was delivered or the role is theirs), and the transport's one thread,
+``mcpsync-stdio-reader[name]``: it reads stdout while no caller does (notifications, server requests, the EOF of an idle
 session) and drains stderr all the time (a bounded tail kept for error messages, every
 line sent to ``logging``), both from one ``poll()``; the stop pipe beside them ends it.
 So a stdio session costs one thread. On platforms without ``select.poll`` the thread
@@ -20,11 +20,12 @@ import os
 import select
 import threading
 import time
-from _thread import LockType, allocate_lock, get_ident
+from _thread import get_ident
 from collections.abc import Callable
 from typing import Any
 
 from ..jsonrpc import excerpt
+from .park import WAKE, Slots, consume
 from .sigint import _GUARD, _MAIN_IDENT
 
 __all__ = ["PipeReader"]
@@ -56,7 +57,8 @@ class PipeReader:
     _role: threading.Lock
     _role_cv: threading.Condition
     _role_owner: int
-    _parked: dict[int, tuple[Any, LockType]]
+    _parked: dict[int, tuple[Any, int]]
+    _slots: Slots
     _waiting: list[None]
     _last_send: float
     _parts: list[bytes]
@@ -232,18 +234,19 @@ class PipeReader:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0 or self._shut:
                     return
-                # Park: a bare lock, held, is the signal: the waker releases it, the wait
-                # acquires it. (An Event is a Condition: a lock and a waiter lock more.)
-                signal = allocate_lock()
-                signal.acquire()
-                key = id(signal)
-                parked[key] = (future, signal)
+                # Park on a wake-up slot (park.py: a waker's write releases the GIL, so we
+                # can run at once); the entry tells the waker where to write.
+                slot = self._slots.take()
+                key = id(slot)
+                parked[key] = (future, slot[0])
+                woken = False
                 try:
                     # Registered first, then looked: a reader that finishes now will see us.
                     if role.locked() and not future.done():
-                        signal.acquire(timeout=min(remaining, 0.05))
+                        if slot[2].poll(min(remaining, 0.05) * 1000):
+                            woken = consume(slot[1])
                 finally:
-                    parked.pop(key, None)
+                    self._slots.done(slot, parked.pop(key, None) is not None, woken)
         finally:
             waiting.pop()
             if main:
@@ -285,10 +288,10 @@ class PipeReader:
         """Wake parked callers whose reply came; with ``hand_over`` also one to take the role.
 
         A caller woken leaves the table here (``dict.pop`` is atomic: one waker wakes it, once),
-        so the next reader neither looks at it again nor releases its lock a second time."""
+        so the next reader neither looks at it again nor writes to its slot a second time."""
         need_reader = hand_over
         parked = self._parked
-        for key, (future, signal) in list(parked.items()):
+        for key, (future, slot) in list(parked.items()):
             if everyone or future.done():
                 if parked.pop(key, None) is None:
                     continue  # woken by another reader just now
@@ -300,8 +303,8 @@ class PipeReader:
             else:
                 continue
             try:
-                signal.release()  # what _release does, inlined (a reader's hot path)
-            except RuntimeError:  # released by another waker first
+                os.write(slot, WAKE)  # (the GIL is released around it: see park.py)
+            except OSError:  # pragma: no cover - a slot is closed only once clean
                 pass
 
     def wakeup(self) -> None:

@@ -57,7 +57,7 @@ import select
 import subprocess
 import threading
 import time
-from _thread import LockType, get_ident
+from _thread import get_ident
 from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
@@ -67,6 +67,7 @@ from ..jsonrpc import encode
 from .base import Features, Message, OnClose, OnError, OnMessage, Transport
 from .child import DEFAULT_INHERITED_ENV, ChildProcess, default_environment, spawn
 from .ndjson import _NOISE_LINES, LineFramer, MessageTooLarge
+from .park import Slots
 from .reader import PipeReader
 from .sigint import _GUARD, _MAIN_IDENT
 
@@ -137,7 +138,8 @@ class StdioTransport(ChildProcess, PipeReader, LineFramer, Transport):
         self._role = threading.Lock()
         self._role_cv = threading.Condition()
         self._role_owner = 0  # the thread ident holding the role (0: none)
-        self._parked: dict[int, tuple[Any, LockType]] = {}  # callers waiting for the role
+        self._parked: dict[int, tuple[Any, int]] = {}  # callers waiting: (future, slot fd)
+        self._slots = Slots()  # what they wait on (park.py)
         self._waiting: list[None] = []  # one entry per caller inside wait_for
         self._last_send = 0.0
         self._eof = False
@@ -470,6 +472,7 @@ class StdioTransport(ChildProcess, PipeReader, LineFramer, Transport):
                     except OSError:
                         pass
             self._wake_r = self._wake_w = self._stop_r = self._stop_w = -1
+            self._slots.close()  # the free ones; parkers still leaving close theirs
             if self._err_lock.acquire(timeout=self.shutdown_timeout):  # no read of it under way
                 self._err_fd = -1
                 self._err_lock.release()
