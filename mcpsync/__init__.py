@@ -44,6 +44,7 @@ __all__ = [
     "Session",
     "RestartPolicy",
     "RestartEvent",
+    "TaskFuture",
     "smoke",
     "Progress",
     "Host",
@@ -92,6 +93,7 @@ if TYPE_CHECKING:
     from . import display as display
     from . import handlers as handlers
     from ._restart import RestartEvent, RestartPolicy
+    from ._tasks import TaskFuture
     from .cards import server_card as server_card
     from .cards import server_cards as server_cards
     from .config import (
@@ -117,6 +119,7 @@ _LAZY: dict[str, str | None] = {
     "Progress": ".connection",
     "RestartPolicy": "._restart",
     "RestartEvent": "._restart",
+    "TaskFuture": "._tasks",
     "ToolExcluded": ".filters",
     "adapters": None,  # the LLM provider adapters (mcpsync/adapters/)
     # the submodules ``import mcpsync`` loaded before these names were lazy: after a bare

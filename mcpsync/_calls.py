@@ -3,7 +3,8 @@
 Owns: ``Progress`` (one progress report), ``_Call`` (a request's deadlines, progress
 callback and outcome slots), ``_RequestFuture`` (the future ``Connection.request``
 returns), ``server_error`` and ``_Call.settle_reply`` (a response as the outcome to
-settle), ``fail_all`` (every pending call at once), ``report_progress``, and
+settle), ``fail_all`` (every pending call at once), ``ProgressTable`` and
+``report_progress`` (who hears a progress token's reports), and
 ``join_until``/``warn_alive`` (join threads until one shared deadline; name those left).
 The deadlines themselves are watched by the shared timer (``_shared.TIMER``).
 Used by ``mcpsync.connection`` only; ``Progress`` is public there.
@@ -29,6 +30,7 @@ __all__ = [
     "Progress",
     "fail_all",
     "report_progress",
+    "ProgressTable",
     "join_until",
     "warn_alive",
     "server_error",
@@ -156,12 +158,37 @@ class _Call:
             )
 
 
-def report_progress(calls: dict[Any, _Call], params: dict[str, Any]) -> None:
+class ProgressListener:
+    """A progress callback for a token that outlives its request (``ProgressTable.listen``)."""
+
+    __slots__ = ("on_progress",)
+    reset = False  # (no deadline of its own to restart)
+
+    def __init__(self, on_progress: Callable[[Progress], None]) -> None:
+        self.on_progress: Callable[[Progress], None] | None = on_progress
+
+
+class ProgressTable(dict[Any, "_Call | ProgressListener"]):
+    """Progress tokens -> who hears their reports: a request's own call while it is pending
+    (the connection registers it and drops it when it resolves), or a listener that outlives
+    the request that named the token (a 2025-11-25 task: its token stays valid for the task's
+    lifetime, past the ``CreateTaskResult``)."""
+
+    def listen(self, token: str | int, on_progress: Callable[[Progress], None]) -> None:
+        """Send the reports for ``token`` to ``on_progress`` until ``stop(token)``."""
+        self[token] = ProgressListener(on_progress)
+
+    def stop(self, token: str | int) -> None:
+        """No more reports for ``token`` (a no-op if nobody listens)."""
+        self.pop(token, None)
+
+
+def report_progress(calls: ProgressTable, params: dict[str, Any]) -> None:
     """Hand a ``notifications/progress`` to its call's callback (and restart its timeout)."""
     call = calls.get(params.get("progressToken"))
     if call is None or call.on_progress is None:
         return
-    if call.reset and call.timeout != _NEVER:
+    if call.reset and type(call) is _Call and call.timeout != _NEVER:
         call.deadline = min(time.monotonic() + call.timeout, call.hard_deadline)
     call.on_progress(
         Progress(params.get("progress", 0), params.get("total"), params.get("message"))

@@ -34,6 +34,7 @@ import logging
 import math
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -255,14 +256,28 @@ def start(
     """Send the task-augmented ``tools/call`` ``params`` (with its ``task`` member) and follow
     the task it makes; the future resolves to ``convert`` of its ``CallToolResult``.
 
-    ``on_progress`` hears the progress the server reports until the ``CreateTaskResult``.
-    ``handle``: the future to use (``call`` makes it first, so that a Ctrl-C landing inside
-    this function still cancels the task)."""
+    ``on_progress`` hears the progress the server reports for the task's whole life (the
+    spec: the request's ``progressToken`` stays valid until the task ends, past the
+    ``CreateTaskResult``): the token is this call's own, heard until the future resolves.
+    ``reset_timeout_on_progress`` restarts nothing here (each request of a task has its
+    own timeout; the task's life is bounded by its ttl). ``handle``: the future to use
+    (``call`` makes it first, so that a Ctrl-C landing inside this function still cancels
+    the task)."""
     handle = handle if handle is not None else TaskFuture(session, None)
-    creating = session._submit(
-        "tools/call", params, _same, timeout=timeout, on_progress=on_progress,
-        reset_timeout_on_progress=reset_timeout_on_progress, max_timeout=max_timeout,
-    )  # fmt: skip
+    progress = session.connection.progress  # (of this connection, also after a restart)
+    token: str | None = None
+    if on_progress is not None:
+        token = f"mcpsync-task-{uuid.uuid4().hex}"
+        params = {**params, "_meta": {**(params.get("_meta") or {}), "progressToken": token}}
+        progress.listen(token, on_progress)
+    try:
+        creating = session._submit(
+            "tools/call", params, _same, timeout=timeout, max_timeout=max_timeout
+        )
+    except BaseException:
+        if token is not None:
+            progress.stop(token)
+        raise
 
     def created(f: Future[Any]) -> None:  # as the reply is read: task_id set at once
         raw = None if f.cancelled() or f.exception() is not None else f.result()
@@ -271,6 +286,13 @@ def start(
     creating.add_done_callback(created)
 
     def run() -> Any:
+        try:
+            return follow()
+        finally:
+            if token is not None:
+                progress.stop(token)
+
+    def follow() -> Any:
         try:
             raw = session._wait(creating)  # bounded by the call's timeout
         finally:

@@ -52,6 +52,7 @@ from ._calls import (
     DEFAULT,
     Default,
     Progress,
+    ProgressTable,
     _Call,
     _RequestFuture,
     fail_all,
@@ -127,7 +128,8 @@ class Connection:
         self.protocol_errors: list[ProtocolError] = []
         self._ids = itertools.count(1)
         self._pending: dict[Any, _Call] = {}
-        self._progress: dict[Any, _Call] = {}  # calls that take progress reports, until resolved
+        #: progress token -> its call (until resolved) or a listener (``ProgressTable.listen``)
+        self.progress = ProgressTable()
         self._closed = False
         self._close_error: BaseException | None = None
         self._state_lock = threading.Lock()
@@ -220,20 +222,14 @@ class Connection:
         """
         future = _RequestFuture()
         call = self._start(
-            method,
-            params,
-            future,
-            timeout,
-            on_progress,
-            reset_timeout_on_progress,
-            max_timeout,
+            method, params, future, timeout, on_progress, reset_timeout_on_progress, max_timeout,
             headers,
-        )
+        )  # fmt: skip
         future._mcpsync_call = call
         future._connection = self
         if on_progress is not None:
             rid = call.id
-            future.add_done_callback(lambda _: self._progress.pop(rid, None))
+            future.add_done_callback(lambda _: self.progress.pop(rid, None))
         return future
 
     def call(
@@ -254,20 +250,14 @@ class Connection:
         ``wait(request(...))``.
         """
         call = self._start(
-            method,
-            params,
-            None,
-            timeout,
-            on_progress,
-            reset_timeout_on_progress,
-            max_timeout,
+            method, params, None, timeout, on_progress, reset_timeout_on_progress, max_timeout,
             headers,
-        )
+        )  # fmt: skip
         try:
             return self._wait_call(call)
         finally:
             if on_progress is not None:
-                self._progress.pop(call.id, None)
+                self.progress.pop(call.id, None)
 
     def _start(
         self,
@@ -296,7 +286,7 @@ class Connection:
                 meta["progressToken"] = rid
                 call.on_progress = on_progress
                 call.reset = reset_timeout_on_progress
-                self._progress[rid] = call
+                self.progress[rid] = call
             params["_meta"] = meta
         message: Message = {"jsonrpc": "2.0", "id": rid, "method": method}
         if params is not None:
@@ -530,7 +520,7 @@ class Connection:
         params = message.get("params") or {}
         try:
             if method == "notifications/progress":
-                report_progress(self._progress, params)
+                report_progress(self.progress, params)
             elif method == "notifications/cancelled":
                 self._served.cancelled.add(params.get("requestId"))
             elif self.notification_handler is not None:

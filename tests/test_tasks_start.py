@@ -28,8 +28,7 @@ from servers.launch import SERVERS_DIR, everything_stdio_argv
 from test_restart import Restarts
 
 import mcpsync
-from mcpsync import RestartPolicy
-from mcpsync._tasks import TaskFuture
+from mcpsync import RestartPolicy, TaskFuture
 
 WAIT = 30.0
 ROOT = Path(__file__).resolve().parent.parent
@@ -100,6 +99,37 @@ def test_a_required_tool_called_plainly_goes_as_a_task_and_another_session_picks
         # blocking: released already, so it completes at the first poll
         assert s.call_tool("slow", {"message": "m2"}).content[0].text == "done: m2"
     assert [c.get("task") for c in tool_calls(tmp_path)] == [{}, {}]
+
+
+def test_on_progress_hears_the_task_until_it_ends_then_the_token_is_dropped(
+    no_leaks, tmp_path: Path
+):
+    reports: list[mcpsync.Progress] = []
+    got = threading.Condition()
+
+    def on_progress(p: mcpsync.Progress) -> None:
+        with got:
+            reports.append(p)
+            got.notify_all()
+
+    with mcpsync.Session.connect(tasks_argv(tmp_path), timeout=10) as s:
+        s.list_tools()
+        future = s.submit_call_tool("slow", {"message": "p"}, on_progress=on_progress)
+        assert isinstance(future.wait_task_id(WAIT), str)
+        with got:  # reports after the CreateTaskResult: "created", then one a poll
+            assert got.wait_for(lambda: len(reports) >= 3, WAIT), reports
+        assert not future.done()
+        (tmp_path / "release").touch()
+        assert future.result(WAIT).content[0].text == "done: p"
+        assert [r.progress for r in reports[:3]] == [1, 2, 3]
+        assert reports[0].message == "created" and reports[1].message == "working"
+        token = tool_calls(tmp_path)[0]["_meta"]["progressToken"]
+        assert token not in s.connection.progress  # heard until the future resolved
+        # blocking, with a ttl: the same
+        blocking: list[mcpsync.Progress] = []
+        assert s.call_tool("slow", {"message": "q"}, task=60, on_progress=blocking.append)
+        assert blocking and blocking[0].message == "created"
+        assert not s.connection.progress
 
 
 def test_refused_task_calls_send_nothing(no_leaks, tmp_path: Path):

@@ -7,7 +7,10 @@ Usage: ``python tasks_server.py STORE_DIR [--no-tasks]``. Tools, by ``execution.
   MUST). The task stays ``working`` until the file ``STORE_DIR/release`` exists (the test
   decides when it ends); then ``tasks/get`` says ``completed`` and ``tasks/result`` answers
   the ``CallToolResult`` ("done: <message>"). ``{"announce": true}`` in the arguments: a
-  ``notifications/message`` "created <taskId>" follows the ``CreateTaskResult``.
+  ``notifications/message`` "created <taskId>" follows the ``CreateTaskResult``. A call whose
+  ``_meta`` has a ``progressToken``: ``notifications/progress`` for that token follow the
+  ``CreateTaskResult`` (progress 1) and every ``tasks/get`` of the task (2, 3, ...; message
+  "working" or "completed"): the spec keeps the token valid for the task's lifetime.
 - ``counted`` ("optional", with an ``outputSchema`` {n: integer}): plainly or as a task
   (completed at once); the result's ``structuredContent`` is ``{"n": <the argument n>}``,
   so a string ``n`` breaks the schema.
@@ -104,6 +107,11 @@ def outcome(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": f"quick: {arguments.get('message', '')}"}]}
 
 
+def progress(token: Any, n: int, message: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "method": "notifications/progress",
+            "params": {"progressToken": token, "progress": n, "message": message}}  # fmt: skip
+
+
 def answer(msg: dict[str, Any], later: list[dict[str, Any]]) -> dict[str, Any] | None:
     method, params = msg.get("method"), msg.get("params") or {}
     if method == "initialize":
@@ -129,9 +137,13 @@ def answer(msg: dict[str, Any], later: list[dict[str, Any]]) -> dict[str, Any] |
             raise MethodNotFound(f"tool {tool!r} cannot be called as a task")
         task_id = uuid.uuid4().hex
         ttl = (params.get("task") or {}).get("ttl")
-        data = {"tool": tool, "arguments": arguments, "ttl": ttl, "pid": os.getpid()}
+        token = (params.get("_meta") or {}).get("progressToken")
+        data = {"tool": tool, "arguments": arguments, "ttl": ttl, "pid": os.getpid(),
+                "token": token, "reported": 1}  # fmt: skip
         with open(path_of(task_id), "w") as f:
             json.dump(data, f)
+        if token is not None:
+            later.append(progress(token, 1, "created"))
         if arguments.get("announce"):
             later.append({"jsonrpc": "2.0", "method": "notifications/message",
                           "params": {"level": "info", "data": f"created {task_id}"}})  # fmt: skip
@@ -143,6 +155,11 @@ def answer(msg: dict[str, Any], later: list[dict[str, Any]]) -> dict[str, Any] |
             raise LookupError(f"no task {task_id!r}")
         task = task_of(task_id, data)
         if method == "tasks/get":
+            if data.get("token") is not None:
+                data["reported"] += 1
+                with open(path_of(task_id), "w") as f:
+                    json.dump(data, f)
+                later.append(progress(data["token"], data["reported"], task["status"]))
             return task
         if method == "tasks/cancel":
             if task["status"] != "working":
