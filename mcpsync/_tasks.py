@@ -32,9 +32,9 @@ from __future__ import annotations
 import functools
 import logging
 import math
+import os
 import threading
 import time
-import uuid
 from collections.abc import Callable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -267,7 +267,7 @@ def start(
     progress = session.connection.progress  # (of this connection, also after a restart)
     token: str | None = None
     if on_progress is not None:
-        token = f"mcpsync-task-{uuid.uuid4().hex}"
+        token = f"mcpsync-task-{os.urandom(16).hex()}"
         params = {**params, "_meta": {**(params.get("_meta") or {}), "progressToken": token}}
         progress.listen(token, on_progress)
     try:
