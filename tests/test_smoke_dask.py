@@ -84,3 +84,81 @@ def test_cli_dask_scheduler_address(tmp_path: Path, cluster):
     assert p.returncode == 0, p.stdout + p.stderr
     data = json.loads(p.stdout)
     assert [s["call"]["ok"] for s in data["servers"]] == [True] * 4
+
+
+# ----------------------------------------------------------------- --parallel and Ctrl-C
+
+PROBE_SERVER = """import json, os, sys, time
+name, where = sys.argv[1], sys.argv[2]
+def note(what):
+    fd = os.open(os.path.join(where, "log"), os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    os.write(fd, f"{what} {name} {time.monotonic()}\\n".encode())
+    os.close(fd)
+with open(os.path.join(where, name + ".pid"), "w") as f:
+    f.write(str(os.getpid()))
+note("start")
+TOOLS = [{"name": n, "inputSchema": {"type": "object"}} for n in ("hold", "block")]
+for line in sys.stdin:
+    msg = json.loads(line)
+    mid, method = msg.get("id"), msg.get("method")
+    if mid is None:
+        continue
+    if method == "initialize":
+        result = {"protocolVersion": msg["params"]["protocolVersion"], "capabilities": {"tools": {}},
+                  "serverInfo": {"name": "probe", "version": "1"}}
+    elif method == "tools/list":
+        result = {"tools": TOOLS}
+    elif method == "tools/call":
+        if msg["params"]["name"] == "block":
+            open(os.path.join(where, name + ".blocking"), "w").close()
+            time.sleep(120)
+        time.sleep(float((msg["params"].get("arguments") or {}).get("seconds", 0)))
+        result = {"content": [{"type": "text", "text": "held"}]}
+    else:
+        result = {}
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": mid, "result": result}) + "\\n")
+    sys.stdout.flush()
+note("end")
+"""
+
+
+def _probe_config(tmp_path: Path, names: list[str]) -> Path:
+    server = tmp_path / "probe_server.py"
+    server.write_text(PROBE_SERVER)
+    servers = {
+        n: {"command": sys.executable, "args": ["-I", "-S", str(server), n, str(tmp_path)]}
+        for n in names
+    }
+    return write_config(tmp_path / "mcp.json", servers)
+
+
+def _most_at_once(log: Path) -> int:
+    events = []
+    for line in log.read_text().split("\n"):
+        if line:
+            what, _, t = line.split()
+            events.append((float(t), 1 if what == "start" else -1))
+    most = now = 0
+    for _, step in sorted(events):
+        now += step
+        most = max(most, now)
+    return most
+
+
+def test_dask_keeps_at_most_parallel_entries_in_flight(tmp_path: Path, cluster):
+    _, client = cluster
+    names = [f"p{i}" for i in range(5)]
+    cfg = _probe_config(tmp_path, names)
+    t0 = time.monotonic()
+    report = mcpsync.smoke(
+        cfg,
+        calls=[("hold", {"seconds": 0.5})],
+        parallel=2,
+        executor=client.get_executor(pure=False),
+    )
+    assert time.monotonic() - t0 < 60
+    assert [e.name for e in report.entries] == names
+    assert all(e.ok and e.calls[0].ok for e in report.entries), report.to_json()
+    log = (tmp_path / "log").read_text().split()
+    assert sorted(log[1::3]) == sorted(names * 2)  # every server started and ended once
+    assert _most_at_once(tmp_path / "log") <= 2

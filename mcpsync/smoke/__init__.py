@@ -133,7 +133,9 @@ def smoke(
 
     ``config``: a path, a dict, a :class:`~mcpsync.config.Config` or ServerEntry objects.
     ``executor``: any ``concurrent.futures.Executor``; each entry's bring-up, calls and
-    close run in one of its workers (default: a pool of ``parallel`` threads). A process
+    close run in one of its workers (default: a pool of ``parallel`` threads). On any
+    executor at most ``parallel`` entries are in flight at once (the next is submitted as
+    one finishes), each bounded from its submission. A process
     pool whose worker dies is retried one entry at a time in a fresh one-worker pool, so
     only the entry that kills its worker fails (class ``worker``).
     ``calls``: tool names, or ``(tool, arguments)``, called on every server offering them.

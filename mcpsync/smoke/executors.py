@@ -9,6 +9,7 @@ import logging
 import os
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable
 from concurrent.futures import BrokenExecutor, Executor, Future
 from concurrent.futures import TimeoutError as FuturesTimeout
@@ -123,40 +124,58 @@ def _run_all(
     options: SmokeOptions,
     parallel: int,
 ) -> Iterable[tuple[int, EntryResult]]:
-    if not todo:
-        return
-    futures: dict[Future[EntryResult], tuple[int, ServerEntry]] = {}
-    for index, entry in todo:
-        try:
-            fut = pool.submit(run_entry, entry, options)
-        except BrokenExecutor as exc:
-            fut = Future()
-            fut.set_exception(exc)
-        futures[fut] = (index, entry)
-    per = max(options.entry_bound(e) for _, e in todo)
-    waves = -(-len(todo) // max(1, parallel))
-    deadline = time.monotonic() + per * waves + _SLACK
-    pending = set(futures)
+    """Run ``todo`` on ``pool``, at most ``parallel`` entries in flight: the next is submitted
+    as one finishes. Each entry has its own deadline from its submission (its bound plus
+    slack), so the whole run is bounded by about ``ceil(n / parallel) + 1`` entry bounds.
+    Entries a broken process pool lost are retried alone afterwards. On any exception
+    (Ctrl-C) the futures are cancelled before it propagates."""
+    limit = max(1, parallel)
+    queue = deque(todo)
+    running: dict[Future[EntryResult], tuple[int, ServerEntry, float]] = {}
     broken: list[tuple[int, ServerEntry]] = []
-    while pending:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            break
-        done, pending = wait_futures(pending, timeout=min(left, 1.0), return_when="FIRST_COMPLETED")
-        for fut in done:
-            index, entry = futures[fut]
-            try:
-                yield index, fut.result()
-            except BrokenExecutor as exc:
+    pool_broken = False
+    try:
+        while queue or running:
+            while queue and len(running) < limit:
+                index, entry = queue.popleft()
+                if not pool_broken:
+                    try:
+                        fut = pool.submit(run_entry, entry, options)
+                    except BrokenExecutor as exc:
+                        log.info("the executor broke before %r: %s", entry.name, exc)
+                        pool_broken = True
+                    else:
+                        bound = options.entry_bound(entry) + _SLACK
+                        running[fut] = (index, entry, time.monotonic() + bound)
+                        continue
                 broken.append((index, entry))
-                log.info("worker for %r died: %s", entry.name, exc)
-            # a worker-side failure outside run_entry (dask: KilledWorker)
-            except Exception as exc:  # noqa: BLE001
-                yield index, _worker_failure(entry, exc)
-    for fut in pending:
-        fut.cancel()
-        index, entry = futures[fut]
-        yield index, _timed_out(entry, per * waves)
+            if not running:
+                break
+            soonest = min(deadline for _, _, deadline in running.values())
+            done, _ = wait_futures(
+                running, timeout=max(0.0, soonest - time.monotonic()), return_when="FIRST_COMPLETED"
+            )
+            for fut in done:
+                index, entry, _ = running.pop(fut)
+                try:
+                    yield index, fut.result()
+                except BrokenExecutor as exc:
+                    pool_broken = True
+                    broken.append((index, entry))
+                    log.info("worker for %r died: %s", entry.name, exc)
+                # a worker-side failure outside run_entry (dask: KilledWorker)
+                except Exception as exc:  # noqa: BLE001
+                    yield index, _worker_failure(entry, exc)
+            now = time.monotonic()
+            for fut, (index, entry, deadline) in list(running.items()):
+                if now >= deadline:
+                    del running[fut]
+                    fut.cancel()
+                    yield index, _timed_out(entry, options.entry_bound(entry))
+    except BaseException:
+        for fut in running:
+            fut.cancel()
+        raise
     if broken:
         yield from _retry_alone(pool, broken, options)
 
