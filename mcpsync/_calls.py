@@ -101,7 +101,7 @@ class _Call:
     """
 
     __slots__ = ("id", "method", "future", "on_progress", "timeout", "deadline", "hard_deadline", "reset",
-                 "finished", "value", "error", "event", "ordered", "parked")  # fmt: skip
+                 "finished", "value", "error", "event", "ordered", "parked", "params")  # fmt: skip
 
     def __init__(self, rid: int, method: str, future: Future[Any] | None) -> None:
         self.id = rid
@@ -120,6 +120,8 @@ class _Call:
         self.ordered = True
         #: the reply, while it waits in the dispatch queue behind earlier notifications
         self.parked: Message | None = None
+        #: the request's params as sent (the cancel rule looks at them), set by the connection
+        self.params: dict[str, Any] | None = None
 
     def done(self) -> bool:
         """Duck-typed like ``Future.done()`` for the transport's read loop."""

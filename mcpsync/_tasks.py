@@ -37,7 +37,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeout
+from concurrent.futures import wait as futures_wait
 from typing import Any, TypeAlias
 
 from . import _typed
@@ -55,6 +55,7 @@ from .errors import (
 from .protocol import CallOptions, settle
 from .protocol.modern import ModernEra, ModernFuture
 from .protocol.modern.envelope import TASKS_EXTENSION
+from .transports.sigint import deferred
 
 #: a ``Session`` (not imported: the session module imports this one through ``_restart``)
 Session = Any
@@ -270,20 +271,25 @@ def start(
         token = f"mcpsync-task-{os.urandom(16).hex()}"
         params = {**params, "_meta": {**(params.get("_meta") or {}), "progressToken": token}}
         progress.listen(token, on_progress)
-    try:
-        creating = session._submit(
-            "tools/call", params, _same, timeout=timeout, max_timeout=max_timeout
-        )
-    except BaseException:
-        if token is not None:
-            progress.stop(token)
-        raise
 
     def created(f: Future[Any]) -> None:  # as the reply is read: task_id set at once
         raw = None if f.cancelled() or f.exception() is not None else f.result()
         handle._created(_created_id(raw))
 
-    creating.add_done_callback(created)
+    try:
+        # A Ctrl-C in the main thread waits until the reply has its reader (stdio): else one
+        # landing in the request's write would lose the task id, and tasks/cancel with it.
+        with deferred():
+            creating = session._submit(
+                "tools/call", params, _same, timeout=timeout, max_timeout=max_timeout
+            )
+            creating.add_done_callback(created)
+    except BaseException as exc:
+        if token is not None:
+            progress.stop(token)
+        if isinstance(exc, KeyboardInterrupt):  # tasks/cancel once the CreateTaskResult comes
+            handle.cancel()
+        raise
 
     def run() -> Any:
         try:
@@ -333,11 +339,11 @@ def call(session: Session, params: dict[str, Any], convert: Convert, **options: 
         # waits for it, long on a loaded machine) cancels the task too: tasks/cancel goes out
         # at once, or when the CreateTaskResult comes
         start(session, params, convert, handle=handle, **options)
-        while True:
-            try:
-                return handle.result(timeout=1.0)
-            except FutureTimeout:  # not the builtin TimeoutError before Python 3.11
-                continue
+        # Wait for it to be done, then take its outcome: a RequestTimeout outcome is a
+        # TimeoutError too, as result(timeout=) signals "not yet" (that loop never ended).
+        while not futures_wait((handle,), timeout=1.0).done:
+            pass
+        return handle.result()
     except KeyboardInterrupt:
         handle.cancel()
         raise

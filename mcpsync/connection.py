@@ -290,7 +290,7 @@ class Connection:
             params["_meta"] = meta
         message: Message = {"jsonrpc": "2.0", "id": rid, "method": method}
         if params is not None:
-            message["params"] = params
+            message["params"] = call.params = params
         if timeout is DEFAULT:
             timeout = self.default_timeout
         self._pending[rid] = call  # registered before the write: a reply may come at once
@@ -551,6 +551,8 @@ class Connection:
     def _send_cancelled(self, call: _Call, reason: str) -> None:
         if call.method == "initialize":  # the spec forbids cancelling initialize
             return
+        if call.params is not None and "task" in call.params:
+            return  # task-augmented: the spec says tasks/cancel MUST be used (the tasks layer)
         if self.cancel_hook is not None and self.cancel_hook(call.id):
             return
         self.transport.abort_request(call.id)  # stop reading a reply nobody waits for (SSE)

@@ -243,6 +243,84 @@ def test_ctrl_c_during_a_blocking_task_call_cancels_only_that_task(no_leaks, tmp
         assert got["status"] == "cancelled"
 
 
+def test_a_task_augmented_request_is_never_cancelled_with_notifications_cancelled(
+    no_leaks, tmp_path: Path
+):
+    # the spec (cancellation): for task-augmented requests tasks/cancel MUST be used instead
+    with mcpsync.Session.connect(tasks_argv(tmp_path), timeout=10) as s:
+        s.list_tools()
+        with pytest.raises(mcpsync.RequestTimeout):  # the control: a plain request is
+            s.call_tool("quick", {"silent": True}, timeout=0.3)
+        with pytest.raises(mcpsync.RequestTimeout):
+            s.call_tool("counted", {"n": 1, "silent": True}, task=True, timeout=0.3)
+        s.ping()  # after everything the client wrote: the server has logged it
+    assert [c.get("task") for c in tool_calls(tmp_path)] == [None, {}]
+    assert len(seen(tmp_path, "notifications/cancelled")) == 1  # the plain one's only
+
+
+def _blocked_in_poll(pid: int) -> bool:
+    """The main thread of ``pid`` sits in poll(2) (Linux x86-64: syscall 7)."""
+    try:
+        with open(f"/proc/{pid}/syscall") as f:
+            return f.read().split()[0] == "7"
+    except (OSError, IndexError):
+        return False
+
+
+@pytest.mark.skipif(
+    not os.path.exists("/proc/self/syscall") or os.uname().machine != "x86_64",
+    reason="reads /proc/<pid>/syscall (Linux x86-64)",
+)
+def test_ctrl_c_inside_the_creating_requests_write_still_cancels_the_task(no_leaks, tmp_path: Path):
+    code = textwrap.dedent(
+        """
+        import json, sys
+        import mcpsync
+        argv, hold = json.loads(sys.argv[1]), sys.argv[2]
+        with mcpsync.Session.connect(argv, timeout=30) as s:
+            s.list_tools()
+            # the server reads nothing more until `hold` exists: a big request's write waits
+            held = s.submit_call_tool("quick", {"message": "held", "hold": hold})
+            print("WRITING", flush=True)
+            try:
+                s.call_tool("slow", {"message": "x" * 300_000}, task=True)
+                print("NOT INTERRUPTED", flush=True)
+            except KeyboardInterrupt:
+                print("INTERRUPTED", flush=True)
+            print("HELD", held.result(30).content[0].text, flush=True)
+            print("AFTER", s.call_tool("quick", {"message": "still"}).content[0].text, flush=True)
+        """
+    )
+    hold = tmp_path / "go-on"
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    child = subprocess.Popen(
+        [sys.executable, "-c", code, json.dumps(tasks_argv(tmp_path)), str(hold)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=str(ROOT),
+    )  # fmt: skip
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline() == "WRITING\n", child.stderr.read() if child.stderr else ""
+        deadline = time.monotonic() + 60
+        pause = threading.Event()
+        while not _blocked_in_poll(child.pid) and time.monotonic() < deadline:
+            pause.wait(0.01)  # (the main thread's write waits in poll for the pipe to drain)
+        assert _blocked_in_poll(child.pid)
+        child.send_signal(signal.SIGINT)
+        hold.touch()  # the server reads on: the request's rest goes with the next write
+        out, err = child.communicate(timeout=60)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait(10)
+    assert child.returncode == 0, err
+    assert out.splitlines() == ["INTERRUPTED", "HELD quick: held", "AFTER quick: still"]
+    calls = [c for c in tool_calls(tmp_path) if c["name"] == "slow"]
+    assert len(calls) == 1 and calls[0]["task"] == {}  # the server got it whole, and made it
+    tasks = [p.name[len("task-") : -len(".json")] for p in tmp_path.glob("task-*.json")]
+    assert [r["params"] for r in seen(tmp_path, "tasks/cancel")] == [{"taskId": t} for t in tasks]
+    assert len(tasks) == 1 and seen(tmp_path, "notifications/cancelled") == []
+
+
 def test_a_started_task_is_followed_across_a_server_restart(no_leaks, tmp_path: Path):
     restarted = Restarts()
     policy = RestartPolicy(backoff=0, on_restart=restarted)

@@ -17,6 +17,10 @@ Usage: ``python tasks_server.py STORE_DIR [--no-tasks]``. Tools, by ``execution.
 - ``quick`` (no ``execution``: "forbidden"): a plain call answers "quick: <message>"; with
   ``task`` it answers -32601.
 
+Any tool: ``{"hold": PATH}`` in the arguments: the server reads nothing more until PATH
+exists (its stdin pipe fills up), then answers; ``{"silent": true}``: never answered.
+Notifications are logged too (``notifications/cancelled`` among them).
+
 ``tasks/cancel`` marks a task cancelled (-32602 once it is terminal). Every request the
 server reads is appended to ``STORE_DIR/requests-<pid>.jsonl`` (method, params) before it
 is answered, so a test sees what was sent. ``--no-tasks``: no ``tasks`` capability, and
@@ -30,6 +34,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 import uuid
 from typing import Any
 
@@ -180,10 +185,17 @@ def main() -> None:
     log = open(os.path.join(STORE, f"requests-{os.getpid()}.jsonl"), "a")  # noqa: SIM115
     for line in sys.stdin:
         msg = json.loads(line)
+        if "method" in msg:  # requests and notifications (notifications/cancelled among them)
+            log.write(json.dumps({"method": msg["method"], "params": msg.get("params")}) + "\n")
+            log.flush()
         if "id" not in msg or "method" not in msg:
             continue
-        log.write(json.dumps({"method": msg["method"], "params": msg.get("params")}) + "\n")
-        log.flush()
+        hold = ((msg.get("params") or {}).get("arguments") or {}).get("hold")
+        if hold:  # hold the line: read nothing more until that file exists (stdin fills up)
+            while not os.path.exists(hold):
+                time.sleep(0.01)
+        if ((msg.get("params") or {}).get("arguments") or {}).get("silent"):
+            continue  # never answered
         later: list[dict[str, Any]] = []
         try:
             reply: dict[str, Any] = {
