@@ -1167,3 +1167,30 @@ def test_reset_timeout_on_progress_without_an_on_progress_callback(no_leaks):
             s.call_tool("slow", {}, timeout=1.0)
         for _ in range(2):  # both handlers done before the pair closes
             assert finished.acquire(timeout=30)
+
+
+def test_a_submitted_modern_call_that_times_out_ends_its_wait(no_leaks):
+    # ModernFuture.wait: result(timeout=) raises a RequestTimeout outcome as it raises
+    # "not done yet" (both are TimeoutErrors); the wait must end with the outcome
+    answered = threading.Event()
+
+    def never(message):  # the request is read and left unanswered
+        answered.set()
+
+    server = modern_fake(handlers={"tools/call": never})
+    with connect(server) as s:
+        future = s.submit_call_tool("silent", {}, timeout=0.3)
+        assert answered.wait(30)
+        done = threading.Event()
+        outcome: list[BaseException] = []
+
+        def waiter() -> None:
+            try:
+                future.wait()
+            except BaseException as exc:  # noqa: BLE001 - checked below
+                outcome.append(exc)
+            done.set()
+
+        threading.Thread(target=waiter, daemon=True).start()
+        assert done.wait(30), "ModernFuture.wait() did not end"
+        assert isinstance(outcome[0], mcpsync.RequestTimeout)

@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeout
+from concurrent.futures import wait as futures_wait
 from typing import Any
 
 from ... import jsonrpc
@@ -107,12 +107,12 @@ class ModernFuture(Future):  # type: ignore[type-arg]
     def wait(self) -> Any:
         """Block until done; Ctrl-C cancels the call and re-raises."""
         try:
-            while True:
-                try:
-                    return self.result(timeout=1.0)
-                except FutureTimeout:  # not the builtin TimeoutError before Python 3.11
-                    if self._wire.closed:
-                        raise self._wire._conn._closed_error() from None
+            # done first, then the outcome: a RequestTimeout outcome is a TimeoutError too,
+            # which result(timeout=) also raises for "not yet"
+            while not futures_wait((self,), timeout=1.0).done:
+                if self._wire.closed:
+                    raise self._wire._conn._closed_error() from None
+            return self.result()
         except KeyboardInterrupt:
             self.cancel()
             raise
