@@ -136,8 +136,9 @@ def smoke(
     close run in one of its workers (default: a pool of ``parallel`` threads). On any
     executor at most ``parallel`` entries are in flight at once (the next is submitted as
     one finishes), each bounded from its submission. A process
-    pool whose worker dies is retried one entry at a time in a fresh one-worker pool, so
-    only the entry that kills its worker fails (class ``worker``).
+    pool whose worker dies has the entries it lost run once more, one at a time, in a fresh
+    one-worker pool (a new one only after an entry breaks it), so only the entry that kills
+    its worker fails (class ``worker``).
     ``calls``: tool names, or ``(tool, arguments)``, called on every server offering them.
     ``consent(entry) -> bool`` is asked here, one entry at a time, before anything starts.
     ``strict``: each tool's schemas must be valid JSON Schema (results are always checked

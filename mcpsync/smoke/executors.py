@@ -183,22 +183,35 @@ def _run_all(
 def _retry_alone(
     pool: Executor, broken: list[tuple[int, ServerEntry]], options: SmokeOptions
 ) -> Iterable[tuple[int, EntryResult]]:
-    """A process pool broke: run each affected entry alone, so only the culprit fails."""
+    """A process pool broke: run each affected entry once more, alone in a one-worker pool
+    (reused until an entry breaks it), so only the culprit fails."""
     make = _isolated_executor(pool)
-    for index, entry in sorted(broken, key=lambda item: item[0]):
-        if make is None:
-            yield index, _worker_failure(entry, BrokenExecutor("the executor broke"))
-            continue
-        solo = make()
-        try:
+    solo: Executor | None = None
+    try:
+        for index, entry in sorted(broken, key=lambda item: item[0]):
+            if make is None:
+                yield index, _worker_failure(entry, BrokenExecutor("the executor broke"))
+                continue
+            if solo is None:
+                solo = make()
             fut = solo.submit(run_entry, entry, options)
             try:
                 yield index, fut.result(timeout=options.entry_bound(entry) + _SLACK)
             except BrokenExecutor as exc:
                 yield index, _worker_failure(entry, exc)
+                solo.shutdown(wait=True, cancel_futures=True)
+                solo = None
             except FuturesTimeout:
                 yield index, _timed_out(entry, options.entry_bound(entry))
+                stop_process_pool(solo)  # its worker still runs the entry: stop it
+                solo = None
             except Exception as exc:  # noqa: BLE001 - the entry fails, the run goes on
                 yield index, _worker_failure(entry, exc)
-        finally:
+    except BaseException:
+        if solo is not None:
+            stop_process_pool(solo)
+            solo = None
+        raise
+    finally:
+        if solo is not None:
             solo.shutdown(wait=True, cancel_futures=True)
