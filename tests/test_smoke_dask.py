@@ -162,3 +162,48 @@ def test_dask_keeps_at_most_parallel_entries_in_flight(tmp_path: Path, cluster):
     log = (tmp_path / "log").read_text().split()
     assert sorted(log[1::3]) == sorted(names * 2)  # every server started and ended once
     assert _most_at_once(tmp_path / "log") <= 2
+
+
+def test_ctrl_c_under_dask_stops_the_running_entries_and_their_servers(tmp_path: Path, cluster):
+    import signal
+
+    import psutil
+
+    _, client = cluster
+    names = ["b0", "b1", "b2"]
+    cfg = _probe_config(tmp_path, names)
+    signalled: list[float] = []
+
+    def interrupt_once_running() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if all((tmp_path / f"{n}.blocking").exists() for n in names):
+                signalled.append(time.monotonic())
+                signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+                return
+            time.sleep(0.02)
+
+    watcher = threading.Thread(target=interrupt_once_running, daemon=True)
+    watcher.start()
+    with pytest.raises(KeyboardInterrupt):
+        mcpsync.smoke(cfg, calls=["block"], executor=client.get_executor(pure=False))
+    raised = time.monotonic()
+    watcher.join(5)
+    assert signalled, "the entries never ran"
+    assert raised - signalled[0] < 15, raised - signalled[0]
+    servers = []
+    for n in names:
+        try:
+            servers.append(psutil.Process(int((tmp_path / f"{n}.pid").read_text())))
+        except psutil.NoSuchProcess:
+            pass
+    gone, alive = psutil.wait_procs(servers, timeout=5)
+    alive = [p for p in alive if p.status() != psutil.STATUS_ZOMBIE]
+    assert alive == [], alive
+    deadline = time.monotonic() + 10  # the workers' entry threads end too
+    while time.monotonic() < deadline:
+        left = client.run(_worker_leftovers)
+        if all(v == {"children": [], "threads": []} for v in left.values()):
+            break
+        time.sleep(0.1)
+    assert all(v == {"children": [], "threads": []} for v in left.values()), left

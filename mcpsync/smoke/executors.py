@@ -1,12 +1,14 @@
-"""Running every entry on an executor: a bounded wait per wave, a worker that died becomes a
-``worker`` failure, an entry that timed out in a pool is retried alone; the process-pool
-initializer and stopper, and closing the hosts a cancelled run left open.
+"""Running every entry on an executor: at most ``parallel`` in flight, each bounded from its
+submission, a worker that died becomes a ``worker`` failure, the entries a broken process
+pool lost are retried alone; the process-pool initializer and stopper, and stopping a run
+after Ctrl-C (the hosts it left open here, its entries on every dask worker).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 import time
 from collections import deque
@@ -18,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..config import ServerEntry
 from .results import EntryResult, _error_text
-from .runner import _ACTIVE, _ACTIVE_LOCK, _CLOSE_TIMEOUT, _SLACK, run_entry
+from .runner import _ACTIVE, _ACTIVE_LOCK, _CANCELLED, _CLOSE_TIMEOUT, _SLACK, run_entry
 
 if TYPE_CHECKING:
     from .runner import SmokeOptions
@@ -63,7 +65,9 @@ def stop_process_pool(pool: Executor) -> None:
 
 
 def _close_active(run_id: str) -> None:
+    """Close the hosts of ``run_id`` in this process; its entries not begun start nothing."""
     with _ACTIVE_LOCK:
+        _CANCELLED.add(run_id)
         hosts = list(_ACTIVE.pop(run_id, ()))
     threads = [
         threading.Thread(target=h.close, name=f"mcpsync-smoke-stop[{i}]", daemon=True)
@@ -128,7 +132,8 @@ def _run_all(
     as one finishes. Each entry has its own deadline from its submission (its bound plus
     slack), so the whole run is bounded by about ``ceil(n / parallel) + 1`` entry bounds.
     Entries a broken process pool lost are retried alone afterwards. On any exception
-    (Ctrl-C) the futures are cancelled before it propagates."""
+    (Ctrl-C) the futures are cancelled and the entries still running are stopped, here and
+    on a dask cluster's workers, before it propagates."""
     limit = max(1, parallel)
     queue = deque(todo)
     running: dict[Future[EntryResult], tuple[int, ServerEntry, float]] = {}
@@ -175,6 +180,7 @@ def _run_all(
     except BaseException:
         for fut in running:
             fut.cancel()
+        _stop_remote(pool, options.run_id)
         raise
     if broken:
         yield from _retry_alone(pool, broken, options)
@@ -215,3 +221,31 @@ def _retry_alone(
     finally:
         if solo is not None:
             solo.shutdown(wait=True, cancel_futures=True)
+
+
+# --------------------------------------------------------------------------- stopping a run
+
+
+def _stop_run(run_id: str) -> None:
+    """In a worker process: entries of ``run_id`` not begun start nothing; those running
+    have their hosts (and servers) closed. Sent to every dask worker after Ctrl-C."""
+    _close_active(run_id)
+
+
+def _stop_remote(pool: Executor, run_id: str) -> None:
+    """After Ctrl-C on a ``dask.distributed`` executor: stop the run's entries on every
+    worker (a cancelled dask task keeps running in its worker thread otherwise). Bounded."""
+    cfexecutor = sys.modules.get("distributed.cfexecutor")
+    if cfexecutor is None or not isinstance(pool, cfexecutor.ClientExecutor):
+        return
+    client = pool._client
+
+    def stop() -> None:
+        try:
+            client.run(_stop_run, run_id, on_error="ignore")
+        except Exception as exc:  # noqa: BLE001 - best effort: the entries' bounds remain
+            log.warning("stopping the run on the dask workers: %s", exc)
+
+    t = threading.Thread(target=stop, name="mcpsync-smoke-stop-remote", daemon=True)
+    t.start()
+    t.join(_CLOSE_TIMEOUT + _SLACK)

@@ -110,6 +110,8 @@ class _LogPrinter:
 
 # run id -> hosts bringing up entries in this process (closed on Ctrl-C)
 _ACTIVE: dict[str, set[Any]] = {}
+# run ids stopped in this process (Ctrl-C): an entry of theirs starting later starts nothing
+_CANCELLED: set[str] = set()
 _ACTIVE_LOCK = threading.Lock()
 
 
@@ -142,11 +144,15 @@ def run_entry(entry: ServerEntry, options: SmokeOptions) -> EntryResult:
         close_timeout=options.close_timeout,
     )
     with _ACTIVE_LOCK:
-        _ACTIVE.setdefault(options.run_id, set()).add(host)
+        cancelled = options.run_id in _CANCELLED
+        if not cancelled:
+            _ACTIVE.setdefault(options.run_id, set()).add(host)
     base = EntryResult(
         name=entry.name, state="failed", transport=entry.transport, target=entry.describe()
     )
     try:
+        if cancelled:  # the run was stopped before this entry began: start nothing
+            return replace(base, failure="worker", error="Cancelled: the run was interrupted")
         connect_bound = (
             options.connect_timeout
             if options.connect_timeout is not None
