@@ -106,9 +106,12 @@ def test_bad_input_each_entry_fails_with_class_and_reason(tmp_path: Path, no_lea
 )
 def test_exit_code_per_class(tmp_path: Path, mode: str, klass: str):
     server = tiny(tmp_path)
-    spec = {"command": "node", "args": "x.js"} if mode == "typo" else entry(server, mode)
+    # the short connect timeout is the bad entry's only: a good server's bring-up may take
+    # longer than 2 s on a loaded machine (it failed so under four busy loops)
+    bad_spec = entry(server, mode, connectTimeout=2)
+    spec = {"command": "node", "args": "x.js"} if mode == "typo" else bad_spec
     cfg = write_config(tmp_path / "mcp.json", {"good": entry(server), "bad": spec})
-    p = run_cli(str(cfg), "--json", "--connect-timeout", "2", "-q")
+    p = run_cli(str(cfg), "--json", "-q")
     data = json.loads(p.stdout)
     assert p.returncode == EXIT_CODES[klass] == data["exit_code"], p.stderr
     bad = data["servers"][1]
