@@ -226,17 +226,19 @@ class Restarter:
             self._state = _RESTARTING
             self._retired[conn] = reason
             self._ready.clear()
+            # in the history with the state: a status read now names the death as the reason
+            event = RestartEvent(reason=reason, at=time.time(), number=len(self.history) + 1)
+            self.history.append(event)
             thread = threading.Thread(
-                target=self._run, args=(conn, reason), name=f"mcpsync-restart[{self._name}]",
+                target=self._run, args=(conn, event), name=f"mcpsync-restart[{self._name}]",
                 daemon=True,
             )  # fmt: skip
             self._threads.add(thread)
         thread.start()
 
-    def _run(self, dead: Connection, reason: BaseException) -> None:
+    def _run(self, dead: Connection, event: RestartEvent) -> None:
         started = time.monotonic()
-        event = RestartEvent(reason=reason, at=time.time(), number=len(self.history) + 1)
-        self.history.append(event)
+        reason = event.reason
         log.warning("mcpsync: %s stopped (%s); restarting it", self._name, words(reason))
         try:
             old = self.guard.inner
