@@ -55,7 +55,6 @@ from .errors import (
 from .protocol import CallOptions, settle
 from .protocol.modern import ModernEra, ModernFuture
 from .protocol.modern.envelope import TASKS_EXTENSION
-from .transports.sigint import deferred
 
 #: a ``Session`` (not imported: the session module imports this one through ``_restart``)
 Session = Any
@@ -275,6 +274,8 @@ def start(
     def created(f: Future[Any]) -> None:  # as the reply is read: task_id set at once
         raw = None if f.cancelled() or f.exception() is not None else f.result()
         handle._created(_created_id(raw))
+
+    from .transports.sigint import deferred  # (here: import mcpsync + Session stays lighter)
 
     try:
         # A Ctrl-C in the main thread waits until the reply has its reader (stdio): else one

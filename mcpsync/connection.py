@@ -551,11 +551,11 @@ class Connection:
     def _send_cancelled(self, call: _Call, reason: str) -> None:
         if call.method == "initialize":  # the spec forbids cancelling initialize
             return
-        if call.params is not None and "task" in call.params:
-            return  # task-augmented: the spec says tasks/cancel MUST be used (the tasks layer)
         if self.cancel_hook is not None and self.cancel_hook(call.id):
             return
         self.transport.abort_request(call.id)  # stop reading a reply nobody waits for (SSE)
+        if call.params is not None and "task" in call.params:
+            return  # task-augmented: the spec says tasks/cancel MUST be used (the tasks layer)
         try:
             self.notify("notifications/cancelled", {"requestId": call.id, "reason": reason})
         except MCPSyncError:
