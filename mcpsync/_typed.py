@@ -6,16 +6,17 @@ handlers for the user's sampling/elicitation callbacks, and the ``outputSchema``
 (``jsonschema``, imported on first use). Nothing here knows sessions or eras.
 
 Cold start. ``import mcp_types`` normally builds every one of its ~200 pydantic models at
-import (~75 ms on top of pydantic's own ~60 ms). Here it is imported with pydantic's
-``defer_build`` in force for the importing thread only (``_deferred_builds``): each model
-is built on its first validation, so a session builds only the model graphs its results
-need. The models, their schemas and their strictness are pydantic's, unchanged; only when
-they are built moves. A pydantic without the two hooks used imports as usual.
+import (~75 ms on top of pydantic's own ~60 ms). Here it is imported under
+``_typesimport.lean_import()``: pydantic's ``defer_build`` for the importing thread only
+(each model is built on its first validation, so a session builds only the model graphs its
+results need), and two costs of pydantic's own import that a session does not need on its
+cold path left out (``importlib.metadata``, and pydantic's plugin search when no plugin is
+installed). The models, their schemas and their strictness are pydantic's, unchanged.
 
 ``prefetch()`` starts that import in a background thread (``mcpsync-typed[import]``, once
 per process) as ``Session.connect`` begins, so it overlaps the server's start-up;
-``warm()``, called right after the handshake, waits for it (bounded) and builds the common
-validators. A Ctrl-C in the main thread therefore never cuts an import in half (another
+``warm()``, called right after the handshake, waits for it (bounded); the thread also
+builds the commonest first result's validator (``WARM_MODELS``). A Ctrl-C in the main thread therefore never cuts an import in half (another
 thread converting its own result would then wait on Python's import locks), and a fork
 waits for the import first (``os.register_at_fork``), so a child never inherits a module
 lock held by a thread it does not have. ``warm_schema()`` imports ``jsonschema`` when a tool
@@ -24,14 +25,13 @@ list first declares an ``outputSchema`` (before any check).
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
-from . import jsonrpc
+from . import _typesimport, jsonrpc
 from .errors import ProtocolError, RequestTimeout, ServerError
 
 __all__ = [
@@ -69,82 +69,13 @@ def _import_types() -> Any:
             if "mcp_types" in sys.modules:  # imported by the application already
                 import mcp_types
             else:
-                with _deferred_builds():
+                with _typesimport.lean_import():
                     import mcp_types
             _module = mcp_types
             jsonrpc.use_fast_codec()  # pydantic is loaded now: the wire codec may use it
         return _module
     finally:
         _import_lock.release()
-
-
-@contextlib.contextmanager
-def _deferred_builds() -> Iterator[None]:
-    """pydantic's ``defer_build`` for every model and TypeAdapter this thread creates.
-
-    Three pydantic 2 hooks: ``ConfigWrapper.defer_build`` (read by the model metaclass),
-    ``TypeAdapter._defer_build``, and ``BaseModel.model_rebuild`` (``mcp_types`` rebuilds
-    a few models at import to resolve forward references, and pydantic rebuilds a generic
-    model each time it is parametrized: in this thread an unforced rebuild of a model not
-    built yet is skipped, as pydantic resolves the same module-level names when it builds
-    the model on first use). All are consulted by thread: other threads keep their own
-    configuration while this import runs. Without the hooks nothing is changed.
-    """
-    try:
-        from pydantic import BaseModel, type_adapter
-        from pydantic._internal import _config
-
-        wrapper: Any = _config.ConfigWrapper
-        adapter: Any = type_adapter.TypeAdapter
-        adapter_defer = adapter.__dict__["_defer_build"]
-        adapter_getter = adapter_defer.fget if isinstance(adapter_defer, property) else None
-        rebuild = BaseModel.__dict__["model_rebuild"]
-        if (
-            adapter_getter is None
-            or "defer_build" in wrapper.__dict__
-            or not isinstance(rebuild, classmethod)
-        ):
-            raise LookupError("unknown pydantic layout")
-        wrapper_getattr = wrapper.__getattr__
-    except (ImportError, LookupError, AttributeError):  # another pydantic: build as usual
-        yield
-        return
-    importer = threading.get_ident()
-    rebuild_func = rebuild.__func__
-
-    def model_rebuild(
-        cls: Any,
-        *,
-        force: bool = False,
-        raise_errors: bool = True,
-        _parent_namespace_depth: int = 2,
-        _types_namespace: Any = None,
-    ) -> bool | None:
-        if not force and threading.get_ident() == importer and not cls.__pydantic_complete__:
-            return None  # built on first use instead
-        return rebuild_func(  # type: ignore[no-any-return]
-            cls,
-            force=force,
-            raise_errors=raise_errors,
-            _parent_namespace_depth=_parent_namespace_depth + 1,  # this frame
-            _types_namespace=_types_namespace,
-        )
-
-    def config_defer(self: Any) -> Any:
-        return True if threading.get_ident() == importer else wrapper_getattr(self, "defer_build")
-
-    def type_adapter_defer(self: Any) -> Any:
-        return True if threading.get_ident() == importer else adapter_getter(self)
-
-    wrapper.defer_build = property(config_defer)
-    adapter._defer_build = property(type_adapter_defer)
-    BaseModel.model_rebuild = classmethod(model_rebuild)  # type: ignore[method-assign,assignment]
-    try:
-        yield
-    finally:
-        del wrapper.defer_build
-        adapter._defer_build = adapter_defer
-        BaseModel.model_rebuild = rebuild  # type: ignore[method-assign,assignment]
 
 
 def prefetch() -> None:
@@ -203,10 +134,11 @@ def validate(model_name: str, data: Any) -> Any:
         raise ProtocolError(f"server sent an invalid {model_name}: {exc}") from None
 
 
-#: the results every session may convert: their validators are built by ``warm()``
-#: built by the prefetch: what bring-up converts, and the commonest first result (the others
-#: are built on first use, ~0.2-1 ms each: not on every session's cold path)
-WARM_MODELS = ("Implementation", "ServerCapabilities", "CallToolResult")
+#: built by the prefetch: the commonest first result. Nothing else is on every session's
+#: cold path: bring-up keeps the server's info and capabilities as the wire's dicts (their
+#: models are built when first read), and the others are built on first use (0.2-1 ms
+#: each; measured with ``benchmarks/coldstart.py``)
+WARM_MODELS = ("CallToolResult",)
 _warmed = threading.Event()
 
 
@@ -214,9 +146,8 @@ def _build_warm() -> None:
     for name in WARM_MODELS:
         if name not in _validators:
             _validator(name)
-    # one conversion of each kind a session makes: pydantic's first-use work happens here
+    # one conversion: pydantic's first-use work for a validation happens here
     validate("CallToolResult", {"content": [{"type": "text", "text": ""}]})
-    types().Tool.model_validate({"name": "warm", "inputSchema": {"type": "object"}})
     _warmed.set()
 
 

@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from mcpsync import _typed
+from mcpsync import _typed, _typesimport
 
 
 def _run(code: str, timeout: float = 60.0) -> str:
@@ -23,7 +23,7 @@ def _run(code: str, timeout: float = 60.0) -> str:
 
 LAZY = """
 import sys, mcpsync
-from mcpsync import _typed
+from mcpsync import _typed, _typesimport
 assert "mcp_types" not in sys.modules and "pydantic" not in sys.modules
 with mcpsync.Session.connect([sys.executable, "-m", "mcpsync.demo_server"], era="legacy") as s:
     names = [t for t in _typed._validators]
@@ -112,7 +112,7 @@ def test_deferral_is_for_the_importing_thread_only():
     release = threading.Event()
 
     def importer() -> None:
-        with _typed._deferred_builds():
+        with _typesimport.deferred_builds():
 
             class Here(BaseModel):
                 x: int
@@ -159,7 +159,7 @@ def test_deferral_is_for_the_importing_thread_only():
 
 FORK = """
 import os, sys, time
-from mcpsync import _typed
+from mcpsync import _typed, _typesimport
 _typed.prefetch()           # the import runs in a background thread ...
 pid = os.fork()             # ... and a fork right now waits for it (register_at_fork)
 if pid == 0:
@@ -302,7 +302,7 @@ def test_every_public_name_still_resolves():
 
 SLOW_PREFETCH_START = """
 import threading
-from mcpsync import _typed
+from mcpsync import _typed, _typesimport
 
 # Another thread wants the models while the prefetch thread is being started (on a loaded
 # machine start() can take milliseconds): it must not find a thread it cannot join yet.
