@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import collections
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -158,7 +157,7 @@ def _setpriv() -> str | None:
     ``pdeathsig``; it says ``util-linux``): reading 80 KB costs ~0.1 ms, running it to ask
     cost 2-10 ms of the first connect."""
     if not _SETPRIV:
-        path = shutil.which("setpriv")
+        path = _on_exec_path("setpriv", os.get_exec_path())
         if path is not None:
             try:
                 with open(path, "rb") as binary:
@@ -176,8 +175,18 @@ def _found(program: str, env: Mapping[str, str], cwd: str | None) -> bool:
     if os.sep in program:
         full = program if os.path.isabs(program) or cwd is None else os.path.join(cwd, program)
         return os.path.isfile(full) and os.access(full, os.X_OK)
-    path = os.pathsep.join(os.get_exec_path(dict(env)))
-    return shutil.which(program, path=path) is not None
+    return _on_exec_path(program, os.get_exec_path(dict(env))) is not None
+
+
+def _on_exec_path(program: str, folders: Sequence[str]) -> str | None:
+    """The file ``exec`` would run for the bare name ``program`` (POSIX ``execvp``'s search:
+    the first executable regular file of that name in ``folders``), or None. Not
+    ``shutil.which``: importing shutil loads bz2, lzma and zlib (~1.7 ms of a cold start)."""
+    for folder in folders:
+        candidate = os.path.join(folder or ".", program)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
 
 
 _PRCTL: list[Any] = []

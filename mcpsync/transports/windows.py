@@ -25,7 +25,6 @@ no suspended start); a grandchild started in those first microseconds is outside
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import sys
 from collections.abc import Mapping, Sequence
@@ -75,6 +74,8 @@ def resolve(argv: Sequence[str], env: Mapping[str, str]) -> list[str]:
     error). A batch file (``.cmd``/``.bat``) runs under ``cmd.exe``, which reads ``%``,
     ``&``, ``|`` ... in its arguments: such an argument is refused (``ConfigError``,
     naming its position, never its value)."""
+    import shutil  # here: only Windows resolves (shutil's import is ~1.7 ms, of a cold start)
+
     program = argv[0]
     path = _env_get(env, "PATH")
     found = shutil.which(program, path=path) if path is not None else shutil.which(program)
