@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 import time
 
@@ -16,13 +17,29 @@ import mcpsync
 from mcpsync.transports import park
 from mcpsync.transports.park import WAKE, Slots
 
+#: the slot kinds this machine has: the pipe (macOS, BSD) runs here too, by ``park.KIND``
+KINDS = ["pipe", *(["eventfd"] if sys.platform == "linux" else [])]
 
-def _eventfds() -> int:
-    """This process's open eventfds (or, off Linux, 0: pipes are not told apart)."""
+
+@pytest.fixture(autouse=True, params=KINDS)
+def kind(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setattr(park, "KIND", request.param)
+    return str(request.param)
+
+
+def _kind_of(fd: int) -> str:
+    target = os.readlink(f"/proc/self/fd/{fd}")
+    return "eventfd" if "eventfd" in target else "pipe" if target.startswith("pipe:") else target
+
+
+def _fds(kind: str) -> int:
+    """This process's open descriptors of ``kind`` (eventfds, or pipes) (0 without /proc)."""
+    if not os.path.isdir("/proc/self/fd"):
+        return 0
     count = 0
     for name in os.listdir("/proc/self/fd"):
         try:
-            if "eventfd" in os.readlink(f"/proc/self/fd/{name}"):
+            if _kind_of(int(name)) == kind:
                 count += 1
         except OSError:
             pass
@@ -37,9 +54,12 @@ def _is_open(fd: int) -> bool:
     return True
 
 
-def test_a_clean_slot_is_reused_and_close_closes_the_free_ones():
+def test_a_clean_slot_is_reused_and_close_closes_the_free_ones(kind):
     slots = Slots()
     first = slots.take()
+    if os.path.isdir("/proc/self/fd"):
+        assert {_kind_of(first[0]), _kind_of(first[1])} == {kind}
+        assert (first[0] == first[1]) == (kind == "eventfd")
     slots.done(first, mine=True, woken=False)  # took its own entry back: nobody writes
     again = slots.take()
     assert again is first
@@ -105,8 +125,8 @@ def test_free_slots_are_capped(monkeypatch):
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc")
-def test_many_threads_on_one_stdio_session_route_every_reply_and_leave_no_slot(no_leaks):
-    before = _eventfds()
+def test_many_threads_on_one_stdio_session_route_every_reply_and_leave_no_slot(no_leaks, kind):
+    before = _fds(kind)
     session = mcpsync.Session.connect(demo_argv(), name="park")
     errors: list[str] = []
     start = threading.Barrier(16)
@@ -134,15 +154,15 @@ def test_many_threads_on_one_stdio_session_route_every_reply_and_leave_no_slot(n
         transport = session.connection.transport
         slots = transport._slots
         assert slots.lost == 0
-        if os.path.isdir("/proc/self/fd") and hasattr(os, "eventfd"):
-            assert _eventfds() - before == len(slots.free) > 0  # callers did park
+        assert slots.free, "no caller parked"
+        assert {_kind_of(fd) for slot in slots.free for fd in slot[:2]} == {kind}
     finally:
         session.close()
-    assert _eventfds() == before  # close() closed every slot
+    assert _fds(kind) == before  # close() closed every slot (and, for pipes, the session's)
 
 
-def test_callers_parked_when_the_server_dies_all_fail_and_leave_no_slot(no_leaks):
-    before = _eventfds()
+def test_callers_parked_when_the_server_dies_all_fail_and_leave_no_slot(no_leaks, kind):
+    before = _fds(kind)
     session = mcpsync.Session.connect(demo_argv(), name="park-dies")
     outcomes: list[BaseException | None] = []
     lock = threading.Lock()
@@ -175,4 +195,4 @@ def test_callers_parked_when_the_server_dies_all_fail_and_leave_no_slot(no_leaks
         thread.join(30)
     assert len(outcomes) == 8 and all(isinstance(o, mcpsync.ServerExited) for o in outcomes)
     session.close()
-    assert _eventfds() == before
+    assert _fds(kind) == before

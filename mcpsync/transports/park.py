@@ -31,7 +31,7 @@ import select
 import sys
 from typing import Any
 
-__all__ = ["Slots", "Slot", "WAKE"]
+__all__ = ["Slots", "Slot", "WAKE", "KIND"]
 
 log = logging.getLogger("mcpsync")
 
@@ -45,12 +45,16 @@ OWED_WRITE_WAIT = 1.0
 #: (write fd, read fd, poll object on the read fd); for an eventfd both fds are the same
 Slot = tuple[int, int, Any]
 
+#: what a new slot is made of: an eventfd on Linux (Python 3.10+: one descriptor), a pipe
+#: elsewhere (macOS, BSD); the tests run both kinds on Linux
+KIND = "eventfd" if sys.platform == "linux" else "pipe"
+
 
 def _new_slot() -> Slot:
-    if sys.platform == "linux":  # an eventfd (Python 3.10+): one descriptor
+    if KIND == "eventfd":
         fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
         write_fd = read_fd = fd
-    else:  # pragma: no cover - macOS / BSD: a pipe (one write of 8 bytes, one read of 8)
+    else:  # a pipe: one write of 8 bytes, one read of 8 (both ends close-on-exec already)
         read_fd, write_fd = os.pipe()
         os.set_blocking(read_fd, False)
         os.set_blocking(write_fd, False)
