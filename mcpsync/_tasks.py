@@ -275,16 +275,15 @@ def start(
         raw = None if f.cancelled() or f.exception() is not None else f.result()
         handle._created(_created_id(raw))
 
-    from .transports.sigint import deferred  # (here: import mcpsync + Session stays lighter)
+    def send() -> Future[Any]:
+        sent = session._submit(
+            "tools/call", params, _same, timeout=timeout, max_timeout=max_timeout
+        )
+        sent.add_done_callback(created)
+        return sent
 
     try:
-        # A Ctrl-C in the main thread waits until the reply has its reader (stdio): else one
-        # landing in the request's write would lose the task id, and tasks/cancel with it.
-        with deferred():
-            creating = session._submit(
-                "tools/call", params, _same, timeout=timeout, max_timeout=max_timeout
-            )
-            creating.add_done_callback(created)
+        creating = _send_uncut(session, send)
     except BaseException as exc:
         if token is not None:
             progress.stop(token)
@@ -323,6 +322,31 @@ def start(
 
     _follow(session, handle, run)
     return handle
+
+
+def _send_uncut(session: Session, send: Callable[[], Future[Any]]) -> Future[Any]:
+    """``send()`` the creating request so that a Ctrl-C in the main thread cannot cut it:
+    its reply carries the task id, and with it the ``tasks/cancel`` the Ctrl-C asks for.
+
+    A transport may write the request and read its reply in the sending thread (an HTTP
+    POST and its JSON body; a stdio write that waits for the pipe to drain), and a
+    KeyboardInterrupt raised there would leave the request half-written or its reply
+    unread. So the main thread sends from a thread of its own (``mcpsync-task-send``) and
+    waits for it: a Ctrl-C ends only that wait; the request goes on (bounded by its
+    timeout) and its reply resolves it as usual. Other threads get no SIGINT: they send
+    directly."""
+    if threading.current_thread() is not threading.main_thread():
+        return send()
+    outcome: Future[Future[Any]] = Future()
+
+    def run() -> None:
+        try:
+            outcome.set_result(send())
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting caller
+            outcome.set_exception(exc)
+
+    threading.Thread(target=run, name=f"mcpsync-task-send[{session.name}]", daemon=True).start()
+    return outcome.result()  # bounded as the request is (its timeout)
 
 
 def _created_id(raw: Any) -> str | None:

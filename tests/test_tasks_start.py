@@ -258,10 +258,10 @@ def test_a_task_augmented_request_is_never_cancelled_with_notifications_cancelle
     assert len(seen(tmp_path, "notifications/cancelled")) == 1  # the plain one's only
 
 
-def _blocked_in_poll(pid: int) -> bool:
-    """The main thread of ``pid`` sits in poll(2) (Linux x86-64: syscall 7)."""
+def _in_poll(pid: int, tid: int) -> bool:
+    """Thread ``tid`` of ``pid`` sits in poll(2) (Linux x86-64: syscall 7)."""
     try:
-        with open(f"/proc/{pid}/syscall") as f:
+        with open(f"/proc/{pid}/task/{tid}/syscall") as f:
             return f.read().split()[0] == "7"
     except (OSError, IndexError):
         return False
@@ -276,7 +276,14 @@ def test_ctrl_c_inside_the_creating_requests_write_still_cancels_the_task(no_lea
         """
         import json, sys
         import mcpsync
+        import threading
         argv, hold = json.loads(sys.argv[1]), sys.argv[2]
+        run = threading.Thread.run
+        def told(self):  # the thread that sends the creating request says which it is
+            if self.name.startswith("mcpsync-task-send"):
+                print("SENDER", threading.get_native_id(), flush=True)
+            run(self)
+        threading.Thread.run = told
         with mcpsync.Session.connect(argv, timeout=30) as s:
             s.list_tools()
             # the server reads nothing more until `hold` exists: a big request's write waits
@@ -300,11 +307,13 @@ def test_ctrl_c_inside_the_creating_requests_write_still_cancels_the_task(no_lea
     try:
         assert child.stdout is not None
         assert child.stdout.readline() == "WRITING\n", child.stderr.read() if child.stderr else ""
+        sender = child.stdout.readline().split()
+        assert sender[0] == "SENDER", sender
         deadline = time.monotonic() + 60
         pause = threading.Event()
-        while not _blocked_in_poll(child.pid) and time.monotonic() < deadline:
-            pause.wait(0.01)  # (the main thread's write waits in poll for the pipe to drain)
-        assert _blocked_in_poll(child.pid)
+        while not _in_poll(child.pid, int(sender[1])) and time.monotonic() < deadline:
+            pause.wait(0.01)  # (the request's write waits in poll for the pipe to drain)
+        assert _in_poll(child.pid, int(sender[1]))
         child.send_signal(signal.SIGINT)
         hold.touch()  # the server reads on: the request's rest goes with the next write
         out, err = child.communicate(timeout=60)
@@ -319,6 +328,70 @@ def test_ctrl_c_inside_the_creating_requests_write_still_cancels_the_task(no_lea
     tasks = [p.name[len("task-") : -len(".json")] for p in tmp_path.glob("task-*.json")]
     assert [r["params"] for r in seen(tmp_path, "tasks/cancel")] == [{"taskId": t} for t in tasks]
     assert len(tasks) == 1 and seen(tmp_path, "notifications/cancelled") == []
+
+
+def test_ctrl_c_while_a_task_is_created_over_http_still_cancels_the_task(no_leaks, tmp_path: Path):
+    """Over HTTP the creating POST reads its own reply: a Ctrl-C while the server holds that
+    reply must not drop it, or the task id is lost (the task lives on until its ttl). The
+    server makes the task once released: tasks/cancel follows with nothing more done."""
+    server = subprocess.Popen(
+        [*tasks_argv(tmp_path), "--http"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert server.stdout is not None
+    url = server.stdout.readline().split()[1]
+    code = textwrap.dedent(
+        """
+        import sys
+        import mcpsync
+        url, hold = sys.argv[1], sys.argv[2]
+        with mcpsync.Session.connect(url, timeout=30) as s:
+            s.list_tools()
+            print("CALLING", flush=True)
+            try:
+                s.call_tool("slow", {"message": "x", "hold": hold}, task=True)
+                print("NOT INTERRUPTED", flush=True)
+            except KeyboardInterrupt:
+                print("INTERRUPTED", flush=True)
+            sys.stdin.readline()  # the test saw tasks/cancel (or gave up)
+            print("AFTER", s.call_tool("quick", {"message": "still"}).content[0].text, flush=True)
+        """
+    )
+    hold = tmp_path / "go-on"
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    child = subprocess.Popen(
+        [sys.executable, "-c", code, url, str(hold)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=env, cwd=str(ROOT),
+    )  # fmt: skip
+    pause = threading.Event()
+    try:
+        assert child.stdout is not None and child.stdin is not None
+        assert child.stdout.readline() == "CALLING\n", child.stderr.read() if child.stderr else ""
+        deadline = time.monotonic() + 60
+        while not [c for c in tool_calls(tmp_path) if c["name"] == "slow"]:
+            assert time.monotonic() < deadline, "the server never read the call"
+            pause.wait(0.01)  # the server holds the POST's reply from here on
+        child.send_signal(signal.SIGINT)
+        assert child.stdout.readline() == "INTERRUPTED\n"
+        hold.touch()  # the server makes the task and answers the held POST
+        deadline = time.monotonic() + 60
+        while not seen(tmp_path, "tasks/cancel") and time.monotonic() < deadline:
+            pause.wait(0.01)
+        child.stdin.write("go on\n")
+        child.stdin.flush()
+        out, err = child.communicate(timeout=60)
+    finally:
+        for process in (child, server):
+            if process.poll() is None:
+                process.kill()
+                process.wait(10)
+    assert child.returncode == 0, err
+    assert out.splitlines() == ["AFTER quick: still"]
+    tasks = [p.name[len("task-") : -len(".json")] for p in tmp_path.glob("task-*.json")]
+    assert len(tasks) == 1
+    assert [r["params"] for r in seen(tmp_path, "tasks/cancel")] == [{"taskId": tasks[0]}]
+    assert seen(tmp_path, "notifications/cancelled") == []
 
 
 def test_a_started_task_is_followed_across_a_server_restart(no_leaks, tmp_path: Path):

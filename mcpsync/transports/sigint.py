@@ -11,17 +11,15 @@ forked child the guard starts afresh (no region, no open transport).
 
 from __future__ import annotations
 
-import contextlib
 import signal
 import threading
 from _thread import get_ident
-from collections.abc import Iterator
 from typing import Any
 
 from .._lifecycle import after_fork
 from .base import Transport
 
-__all__ = ["_GUARD", "_MAIN_IDENT", "deferred"]
+__all__ = ["_GUARD", "_MAIN_IDENT"]
 
 
 class _SigintGuard:
@@ -88,21 +86,3 @@ class _SigintGuard:
 _GUARD = _SigintGuard()
 _MAIN_IDENT = threading.main_thread().ident
 after_fork(_GUARD.after_fork_in_child)  # (also after a fork that ran no at-fork hook)
-
-
-@contextlib.contextmanager
-def deferred() -> Iterator[None]:
-    """A guarded region of the caller's own: in the main thread, while the stand-in has
-    SIGINT (a stdio transport is open), a Ctrl-C inside waits for the region's end and is
-    raised there; the pipe reads and writes inside end at a message boundary as usual.
-    For steps that must not be cut apart (a task's creating request and the hook that reads
-    its reply). Elsewhere (another thread, an application's own handler) it does nothing."""
-    guard = _GUARD
-    if get_ident() != _MAIN_IDENT or signal.getsignal(signal.SIGINT) != guard.handler:
-        yield
-        return
-    guard.depth += 1
-    try:
-        yield
-    finally:
-        guard.leave()

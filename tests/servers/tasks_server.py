@@ -1,6 +1,7 @@
 """A 2025-11-25 stdio server with tasks kept on disk, so a task outlives the server process.
 
-Usage: ``python tasks_server.py STORE_DIR [--no-tasks]``. Tools, by ``execution.taskSupport``:
+Usage: ``python tasks_server.py STORE_DIR [--no-tasks] [--http]`` (``--http``: over Streamable
+HTTP instead of stdio, see ``serve_http``). Tools, by ``execution.taskSupport``:
 
 - ``slow`` ("required"): ``tools/call`` with ``task`` makes a task (a JSON file in STORE_DIR)
   and answers ``CreateTaskResult`` at once; without ``task`` it answers -32601 (the spec's
@@ -34,8 +35,10 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 STORE = sys.argv[1]
@@ -181,37 +184,90 @@ def answer(msg: dict[str, Any], later: list[dict[str, Any]]) -> dict[str, Any] |
     raise MethodNotFound(method)
 
 
+def handle(msg: dict[str, Any], record: Callable[[str], None]) -> list[dict[str, Any]]:
+    """What the server writes for one message read: the reply (a request's) then the
+    notifications that follow it; nothing for a notification or a response. ``record``
+    appends one line to the request log."""
+    if "method" in msg:  # requests and notifications (notifications/cancelled among them)
+        record(json.dumps({"method": msg["method"], "params": msg.get("params")}) + "\n")
+    if "id" not in msg or "method" not in msg:
+        return []
+    arguments = (msg.get("params") or {}).get("arguments") or {}
+    hold = arguments.get("hold")
+    if hold:  # hold the line: read nothing more until that file exists (stdin fills up)
+        while not os.path.exists(hold):
+            time.sleep(0.01)
+    if arguments.get("silent"):
+        return []  # never answered
+    later: list[dict[str, Any]] = []
+    try:
+        reply: dict[str, Any] = {"jsonrpc": "2.0", "id": msg["id"], "result": answer(msg, later)}
+    except (LookupError, MethodNotFound, RuntimeError) as exc:
+        code = -32601 if isinstance(exc, MethodNotFound) else -32602
+        reply = {"jsonrpc": "2.0", "id": msg["id"], "error": {"code": code, "message": str(exc)}}
+    return [reply, *later]
+
+
 def main() -> None:
     log = open(os.path.join(STORE, f"requests-{os.getpid()}.jsonl"), "a")  # noqa: SIM115
-    for line in sys.stdin:
-        msg = json.loads(line)
-        if "method" in msg:  # requests and notifications (notifications/cancelled among them)
-            log.write(json.dumps({"method": msg["method"], "params": msg.get("params")}) + "\n")
+    lock = threading.Lock()
+
+    def record(line: str) -> None:
+        with lock:  # (HTTP: one handler thread per request)
+            log.write(line)
             log.flush()
-        if "id" not in msg or "method" not in msg:
-            continue
-        hold = ((msg.get("params") or {}).get("arguments") or {}).get("hold")
-        if hold:  # hold the line: read nothing more until that file exists (stdin fills up)
-            while not os.path.exists(hold):
-                time.sleep(0.01)
-        if ((msg.get("params") or {}).get("arguments") or {}).get("silent"):
-            continue  # never answered
-        later: list[dict[str, Any]] = []
-        try:
-            reply: dict[str, Any] = {
-                "jsonrpc": "2.0",
-                "id": msg["id"],
-                "result": answer(msg, later),
-            }
-        except (LookupError, MethodNotFound, RuntimeError) as exc:
-            code = -32601 if isinstance(exc, MethodNotFound) else -32602
-            reply = {
-                "jsonrpc": "2.0",
-                "id": msg["id"],
-                "error": {"code": code, "message": str(exc)},
-            }
-        for out in [reply, *later]:
+
+    if "--http" in sys.argv[2:]:
+        serve_http(record)
+        return
+    for line in sys.stdin:
+        for out in handle(json.loads(line), record):
             print(json.dumps(out), flush=True)
+
+
+def serve_http(record: Callable[[str], None]) -> None:
+    """``--http``: the same server over Streamable HTTP (2025-11-25), stateless, every reply
+    a JSON body (the notifications that follow a reply over stdio are left out); a held
+    request holds its own POST. Prints ``URL <url>`` once listening; ends when stdin closes."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def _send(self, status: int, body: Any = None) -> None:
+            data = json.dumps(body).encode() if body is not None else b""
+            self.send_response(status)
+            if body is not None:
+                self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:
+            self._send(405)  # no GET stream
+
+        def do_DELETE(self) -> None:
+            self._send(405)
+
+        def do_POST(self) -> None:
+            msg = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+            out = handle(msg, record)
+            if out:
+                self._send(200, out[0])
+            elif "id" in msg and "method" in msg:
+                return  # silent: never answered (the client's read times out)
+            else:
+                self._send(202)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    print(f"URL http://127.0.0.1:{server.server_address[1]}/mcp", flush=True)
+    sys.stdin.read()  # until the test closes our stdin
+    server.shutdown()
 
 
 if __name__ == "__main__":
