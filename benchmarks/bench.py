@@ -463,14 +463,17 @@ def worker_main(conf: dict[str, Any]) -> int:
 # ======================================================================================
 
 
-def _run_child(argv: list[str], timeout: float) -> tuple[int | None, str, str]:
-    """Run a child in its own process group; on timeout kill the whole group."""
+def _run_child(
+    argv: list[str], timeout: float, cwd: str | None = None
+) -> tuple[int | None, str, str]:
+    """Run a child in its own process group (in ``cwd``, default the checkout: its
+    ``mcpsync`` is the one imported); on timeout kill the whole group."""
     proc = subprocess.Popen(
         argv,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        cwd=ROOT,
+        cwd=cwd or ROOT,
         start_new_session=True,
     )
     try:

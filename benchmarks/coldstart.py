@@ -23,6 +23,14 @@ load change hits every row alike):
   ``inspect``, is loaded already); ``import pydantic`` + plain ``import mcp_types``;
   ``import mcp.client.session`` (the official SDK).
 
+* ``reference``: a fixed pure-Python loop (``sum(range(3_000_000))``) in a fresh process:
+  how fast the machine is at the time of the run. On the shared VMs this project runs on it
+  moves by up to ~20% from one half-hour to the next, and every other row with it.
+* ``--against TREE`` (another checkout, e.g. ``git worktree add /tmp/old HEAD~3``): the
+  ``mcpsync`` row again with that tree's package (and its demo server), interleaved with the
+  others: an A/B of two versions in the same minutes, which the machine's drift does not
+  blur.
+
 Target (issue 14 item 7): ``mcpsync`` <= 150 ms in all. The figures move with the load of
 the machine: compare rows of one run.
 """
@@ -66,9 +74,18 @@ _IMPORTS = {
 }
 
 
+_REFERENCE = """
+import time
+t, c = time.perf_counter(), time.process_time()
+sum(range(3_000_000))
+print(time.perf_counter() - t, time.process_time() - c)
+"""
+
+
 def _programs(argv: list[str]) -> dict[str, str]:
     init = bench.INIT_PARAMS
     cold = {
+        "reference (a fixed Python loop)": _REFERENCE,
         "mcpsync": _MCPSYNC.format(argv=argv, eager=""),
         "mcpsync, eager mcp_types": _MCPSYNC.format(argv=argv, eager="import mcp_types"),
         "bare": bench._COLD["bare"].format(argv=argv, init=init),
@@ -82,16 +99,23 @@ def _programs(argv: list[str]) -> dict[str, str]:
     return cold
 
 
-def _once(code: str) -> list[float] | str:
-    rc, out, err = bench._run_child([bench.PYTHON, "-c", code], 60.0)
+def _once(code: str, cwd: str | None = None) -> list[float] | str:
+    rc, out, err = bench._run_child([bench.PYTHON, "-c", code], 60.0, cwd=cwd)
     try:
         return [float(x) for x in out.strip().splitlines()[-1].split()]
     except (ValueError, IndexError):
         return f"failed (exit {rc}): {err.strip()[-200:]}"
 
 
-def measure(reps: int, argv: list[str]) -> dict[str, dict[str, float] | str]:
+def measure(
+    reps: int, argv: list[str], against: str | None = None
+) -> dict[str, dict[str, float] | str]:
     programs = _programs(argv)
+    cwds: dict[str, str] = {}
+    if against is not None:  # the same program, run where `against`'s mcpsync is the one found
+        label = f"mcpsync at {against}"
+        programs = {**programs, label: programs["mcpsync"]}
+        cwds[label] = against
     samples: dict[str, list[list[float]]] = {label: [] for label in programs}
     failed: dict[str, str] = {}
     labels = list(programs)
@@ -100,7 +124,7 @@ def measure(reps: int, argv: list[str]) -> dict[str, dict[str, float] | str]:
         for label in order:
             if label in failed:
                 continue
-            got = _once(programs[label])
+            got = _once(programs[label], cwds.get(label))
             if isinstance(got, str):
                 failed[label] = got
             else:
@@ -141,6 +165,9 @@ def render(results: dict[str, dict[str, float] | str], reps: int) -> str:
         eager = results.get("mcpsync, eager mcp_types")
         if isinstance(eager, dict):
             lines.append(f"mcpsync / eager mcp_types: {ours['total_ms'] / eager['total_ms']:.2f}x")
+        for label, row in results.items():
+            if label.startswith("mcpsync at ") and isinstance(row, dict):
+                lines.append(f"mcpsync / {label}: {ours['total_ms'] / row['total_ms']:.2f}x")
     return "\n".join(lines)
 
 
@@ -160,9 +187,20 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--reps", type=int, default=11, help="fresh processes per row")
     parser.add_argument("--json", help="also write the medians here")
+    parser.add_argument(
+        "--against", metavar="TREE", help="also the mcpsync row with this checkout's package"
+    )
     args = parser.parse_args(argv)
     _compile_mcpsync()
-    results = measure(args.reps, bench.DEMO_ARGV)
+    against = None
+    if args.against:
+        against = os.path.abspath(args.against)
+        if not os.path.isfile(os.path.join(against, "mcpsync", "__init__.py")):
+            parser.error(f"--against: no mcpsync package in {against}")
+        import compileall
+
+        compileall.compile_dir(os.path.join(against, "mcpsync"), quiet=2)
+    results = measure(args.reps, bench.DEMO_ARGV, against)
     print(render(results, args.reps))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
