@@ -14,12 +14,13 @@ cold path left out (``importlib.metadata``, and pydantic's plugin search when no
 installed). The models, their schemas and their strictness are pydantic's, unchanged.
 
 ``prefetch()`` starts that import in a background thread (``mcpsync-typed[import]``, once
-per process) as ``Session.connect`` begins, so it overlaps the server's start-up;
-``warm()``, called right after the handshake, waits for it (bounded); the thread also
-builds the commonest first result's validator (``WARM_MODELS``). A Ctrl-C in the main thread therefore never cuts an import in half (another
-thread converting its own result would then wait on Python's import locks), and a fork
-waits for the import first (``os.register_at_fork``), so a child never inherits a module
-lock held by a thread it does not have. ``warm_schema()`` imports ``jsonschema`` when a tool
+per process) as ``Session.connect`` begins, so it overlaps the server's start-up; the
+thread then builds the commonest first result's validator (``WARM_MODELS``). ``warm()``,
+called right after the handshake, waits for it (bounded). A Ctrl-C in the main thread
+therefore never cuts an import in half (another thread converting its own result would
+then wait on Python's import locks), and a fork waits for the import first
+(``os.register_at_fork``), so a child never inherits a module lock held by a thread it does
+not have. ``warm_schema()`` imports ``jsonschema`` when a tool
 list first declares an ``outputSchema`` (before any check).
 """
 

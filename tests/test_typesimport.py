@@ -79,7 +79,8 @@ def test_another_thread_gets_a_working_importlib_metadata_while_the_import_runs(
             t.start(); t.join(60)
         import importlib.metadata, pydantic
         assert got["version"] == pydantic.VERSION and got["dists"] > 5 and got["missing"]
-        assert importlib.metadata is not standin and sys.modules["importlib.metadata"] is importlib.metadata
+        assert importlib.metadata is not standin
+        assert sys.modules["importlib.metadata"] is importlib.metadata
         assert callable(importlib.metadata.packages_distributions)
         print("ok")
         """
