@@ -23,9 +23,12 @@ load change hits every row alike):
   ``inspect``, is loaded already); ``import pydantic`` + plain ``import mcp_types``;
   ``import mcp.client.session`` (the official SDK).
 
-* ``reference``: a fixed pure-Python loop (``sum(range(3_000_000))``) in a fresh process:
-  how fast the machine is at the time of the run. On the shared VMs this project runs on it
-  moves by up to ~20% from one half-hour to the next, and every other row with it.
+* how fast the machine is during the run: the ``bare``, ``sdk`` and ``import pydantic +
+  mcp_types (plain)`` rows, none of which runs mcpsync's code. On the shared VMs this
+  project runs on they moved by up to 55% within an hour (2026-12-02: the plain import 151
+  -> 238 ms), every other row with them, while a pure-Python loop's time did not move at
+  all: the import-heavy work is what slows (memory, page faults), so no CPU loop can stand
+  for it.
 * ``--against TREE`` (another checkout, e.g. ``git worktree add /tmp/old HEAD~3``): the
   ``mcpsync`` row again with that tree's package (and its demo server), interleaved with the
   others: an A/B of two versions in the same minutes, which the machine's drift does not
@@ -74,18 +77,9 @@ _IMPORTS = {
 }
 
 
-_REFERENCE = """
-import time
-t, c = time.perf_counter(), time.process_time()
-sum(range(3_000_000))
-print(time.perf_counter() - t, time.process_time() - c)
-"""
-
-
 def _programs(argv: list[str]) -> dict[str, str]:
     init = bench.INIT_PARAMS
     cold = {
-        "reference (a fixed Python loop)": _REFERENCE,
         "mcpsync": _MCPSYNC.format(argv=argv, eager=""),
         "mcpsync, eager mcp_types": _MCPSYNC.format(argv=argv, eager="import mcp_types"),
         "bare": bench._COLD["bare"].format(argv=argv, init=init),
