@@ -385,7 +385,7 @@ def test_ctrl_c_while_a_task_is_created_over_http_still_cancels_the_task(no_leak
         for process in (child, server):
             if process.poll() is None:
                 process.kill()
-                process.wait(10)
+            process.communicate(timeout=10)  # (closes its pipes too)
     assert child.returncode == 0, err
     assert out.splitlines() == ["AFTER quick: still"]
     tasks = [p.name[len("task-") : -len(".json")] for p in tmp_path.glob("task-*.json")]

@@ -373,7 +373,7 @@ class HTTPClient:
                     if cookie_request is not None:  # always: it is set before the pool
                         extract_cookies_to_jar(self.session.cookies, cookie_request, response)
                     self._pool = None
-                    pool.close()
+                    pool.retire()  # (this response, and others under way, are still read)
                 return response
             reply = self.session.request(
                 method,

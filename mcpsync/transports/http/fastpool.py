@@ -6,7 +6,8 @@ stale-socket detection, the proof that a request on a reused connection that tur
 dead never reached the server (``_Undelivered``: the caller sends it once more), the
 request head (built and validated by ``http.client`` once per distinct set of headers,
 then taken from the pool's cache) sent with a small body in one write (``_Conn``), TCP
-keep-alive on every connection (``_KEEP_ALIVE``), and ``_Buffered`` (a response over
+keep-alive on every connection (``_KEEP_ALIVE``), ``close`` (the held connections shut
+down: a call waiting for its reply fails at once), and ``_Buffered`` (a response over
 content a hook already read).
 Measured: ``requests.Session.post`` or urllib3 cost more per call than the whole exchange.
 
@@ -101,14 +102,22 @@ class _FastReply:
         return self._conn
 
     def read(self, amt: int | None = None, decode_content: bool = True) -> bytes:
-        data = self._response.read(amt) if amt is not None else self._response.read()
+        try:
+            data = self._response.read(amt) if amt is not None else self._response.read()
+        except BaseException:  # a timeout, a reset, a Ctrl-C: the connection is done for
+            self.close()
+            raise
         if self._response.isclosed():
             self.release_conn()
         return self._decoder.decompress(data) if self._decoder is not None and data else data
 
     def read1(self, amt: int = -1, decode_content: bool = True) -> bytes:
         while True:
-            data = self._response.read1(amt)
+            try:
+                data = self._response.read1(amt)
+            except BaseException:  # as in read()
+                self.close()
+                raise
             if not data:
                 self.release_conn()
                 return data
@@ -156,7 +165,10 @@ class _FastPool:
         self.connect_timeout = connect_timeout
         self.maxsize = maxsize
         self._idle: collections.deque[_Conn] = collections.deque()
-        self.closed = False
+        #: the connections callers hold (a request on them): ``close`` ends their reads
+        self._busy: set[_Conn] = set()
+        self.closed = False  # no connection is kept any more (``retire``)
+        self.aborted = False  # and the held ones were cut (``close``): no new one is made
         self._context: ssl.SSLContext | None = None
         if self.scheme == "https":
             self._context = _ssl_context(verify, cert)
@@ -168,33 +180,46 @@ class _FastPool:
         self._heads: dict[tuple[Any, ...], bytes] = {}
 
     def _new(self) -> _Conn:
+        conn: _Conn
         if self._context is not None:
-            return _HTTPSConnection(
+            conn = _HTTPSConnection(
                 self.host, self.port, timeout=self.connect_timeout, context=self._context
             )
-        return _Conn(self.host, self.port, timeout=self.connect_timeout)
+        else:
+            conn = _Conn(self.host, self.port, timeout=self.connect_timeout)
+        conn.busy = self._busy
+        return conn
 
     def get(self) -> _Conn:
+        """A connection for one request: an idle one still good, or a new one; held
+        (``_busy``) until ``put`` back or closed. ConnectionError once the pool is closed
+        (so a call that ``close`` cut is not sent again on a new connection)."""
+        if self.aborted:
+            raise ConnectionError("the connection pool is closed")
         idle = self._idle
         while True:
             try:
                 conn = idle.pop()
             except IndexError:
-                return self._new()
+                conn = self._new()
+                break
             sock = conn.sock
             if sock is not None and not (
                 _stale(sock, conn.idle_info) if conn.kernel else _readable(sock)
             ):
-                return conn
+                break
             conn.close()  # the server closed it (or sent junk) while idle
+        self._busy.add(conn)
+        return conn
 
     def put(self, conn: _Conn) -> None:
+        self._busy.discard(conn)
         if not self.closed and len(self._idle) < self.maxsize:
             if conn.track and conn.sock is not None:
                 conn.idle_info = _info(conn.sock)
             self._idle.append(conn)
-            if self.closed:  # close() ran meanwhile: do not keep it
-                self.close()
+            if self.closed:  # retired meanwhile: do not keep it
+                self.drop_idle()
         else:
             conn.close()
 
@@ -294,9 +319,21 @@ class _FastPool:
             except IndexError:
                 break
 
-    def close(self) -> None:
+    def retire(self) -> None:
+        """Keep no connection any more (the idle ones closed, the held ones closed when
+        given back); the requests under way go on."""
         self.closed = True
         self.drop_idle()
+
+    def close(self) -> None:
+        """``retire``, and end the reads and writes of the connections callers hold: their
+        sockets are shut down (not closed: the holder closes it, so no descriptor number is
+        reused under a read), so a call waiting for a reply fails at once instead of at
+        its read timeout, and is not sent again."""
+        self.aborted = True
+        self.retire()
+        for conn in list(self._busy):  # (a copy made under the GIL: callers add and discard)
+            conn.abort()
 
 
 _QUICKACK: int | None = getattr(socket, "TCP_QUICKACK", None)  # Linux only
@@ -336,6 +373,23 @@ class _Conn(http.client.HTTPConnection):
     track = False
     #: the raw TCP_INFO when the connection was put back in the pool (``track``)
     idle_info = b""
+    busy: set[_Conn] | None = None  # its pool's held connections: left as it closes
+
+    def close(self) -> None:
+        busy = self.busy
+        if busy is not None:
+            busy.discard(self)
+        super().close()
+
+    def abort(self) -> None:
+        """End a read or write another thread is in on this connection (``close`` of the
+        pool): the socket is shut down both ways; its holder closes it."""
+        sock = self.sock
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:  # not connected (yet, or any more)
+                pass
 
     def apply_timeout(self, timeout: float | None) -> None:
         sock = self.sock
