@@ -174,8 +174,12 @@ def _found(program: str, env: Mapping[str, str], cwd: str | None) -> bool:
     """Would exec find ``program`` with the child's PATH and working directory?"""
     if os.sep in program:
         full = program if os.path.isabs(program) or cwd is None else os.path.join(cwd, program)
-        return os.path.isfile(full) and os.access(full, os.X_OK)
+        return _executable(full)
     return _on_exec_path(program, os.get_exec_path(dict(env))) is not None
+
+
+def _executable(path: str) -> bool:
+    return os.path.isfile(path) and os.access(path, os.X_OK)
 
 
 def _on_exec_path(program: str, folders: Sequence[str]) -> str | None:
@@ -184,7 +188,7 @@ def _on_exec_path(program: str, folders: Sequence[str]) -> str | None:
     ``shutil.which``: importing shutil loads bz2, lzma and zlib (~1.7 ms of a cold start)."""
     for folder in folders:
         candidate = os.path.join(folder or ".", program)
-        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+        if _executable(candidate):
             return candidate
     return None
 

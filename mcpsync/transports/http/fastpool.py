@@ -165,8 +165,7 @@ class _FastPool:
         self.connect_timeout = connect_timeout
         self.maxsize = maxsize
         self._idle: collections.deque[_Conn] = collections.deque()
-        #: the connections callers hold (a request on them): ``close`` ends their reads
-        self._busy: set[_Conn] = set()
+        self._busy: set[_Conn] = set()  # the ones callers hold: ``close`` ends their reads
         self.closed = False  # no connection is kept any more (``retire``)
         self.aborted = False  # and the held ones were cut (``close``): no new one is made
         self._context: ssl.SSLContext | None = None
@@ -180,20 +179,19 @@ class _FastPool:
         self._heads: dict[tuple[Any, ...], bytes] = {}
 
     def _new(self) -> _Conn:
-        conn: _Conn
-        if self._context is not None:
-            conn = _HTTPSConnection(
+        conn = (
+            _HTTPSConnection(
                 self.host, self.port, timeout=self.connect_timeout, context=self._context
             )
-        else:
-            conn = _Conn(self.host, self.port, timeout=self.connect_timeout)
+            if self._context is not None
+            else _Conn(self.host, self.port, timeout=self.connect_timeout)
+        )
         conn.busy = self._busy
         return conn
 
     def get(self) -> _Conn:
-        """A connection for one request: an idle one still good, or a new one; held
-        (``_busy``) until ``put`` back or closed. ConnectionError once the pool is closed
-        (so a call that ``close`` cut is not sent again on a new connection)."""
+        """An idle connection still good, or a new one, held (``_busy``) until put back or
+        closed; ConnectionError after ``close`` (a call it cut is not sent again)."""
         if self.aborted:
             raise ConnectionError("the connection pool is closed")
         idle = self._idle
@@ -210,6 +208,9 @@ class _FastPool:
                 break
             conn.close()  # the server closed it (or sent junk) while idle
         self._busy.add(conn)
+        if self.aborted:  # close() ran since the check above and did not see this one
+            conn.close()
+            raise ConnectionError("the connection pool is closed")
         return conn
 
     def put(self, conn: _Conn) -> None:
@@ -382,8 +383,7 @@ class _Conn(http.client.HTTPConnection):
         super().close()
 
     def abort(self) -> None:
-        """End a read or write another thread is in on this connection (``close`` of the
-        pool): the socket is shut down both ways; its holder closes it."""
+        """End another thread's read or write on it (shut down both ways; the holder closes)."""
         sock = self.sock
         if sock is not None:
             try:
