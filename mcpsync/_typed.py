@@ -70,8 +70,7 @@ def _import_types() -> Any:
             if "mcp_types" in sys.modules:  # imported by the application already
                 import mcp_types
             else:
-                with _typesimport.lean_import():
-                    import mcp_types
+                mcp_types = _typesimport.import_types(WARM_MODELS)
             _module = mcp_types
             jsonrpc.use_fast_codec()  # pydantic is loaded now: the wire codec may use it
         return _module

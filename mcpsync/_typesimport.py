@@ -1,7 +1,9 @@
 """Importing ``mcp_types`` at the least cost a cold start can pay.
 
-Owns: ``lean_import()``, the context ``_typed`` imports ``mcp_types`` in (in the prefetch
-thread, or the first thread that needs a typed result). Its three parts leave the models,
+Owns: ``import_types()``: ``mcp_types`` loaded by ``_lazyexec`` (each model class created
+on the first use of a name that needs it: a session's first result needs ~15 of its ~155),
+under ``lean_import()``, the context ``_typed`` imports it in (in the prefetch thread, or
+the first thread that needs a typed result). Its three parts leave the models,
 their validation and pydantic's behaviour as they are: only *when* work is done moves, or
 work whose outcome is known already is skipped. A part whose pydantic or Python layout is
 not the one it expects is left out (the import then costs what it costs without it).
@@ -41,10 +43,44 @@ import os
 import sys
 import threading
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-__all__ = ["lean_import", "deferred_builds", "metadata_later", "settle_plugins"]
+from . import _lazyexec
+
+__all__ = ["import_types", "lean_import", "deferred_builds", "metadata_later", "settle_plugins"]
+
+#: loaded by ``_lazyexec`` (their statements run on first use of a name): the package, which
+#: re-exports the names of ``_types``, and ``_types``, which defines the models
+LAZY_MODULES = ("mcp_types", "mcp_types._types")
+
+
+def import_types(first: Sequence[str] = ()) -> Any:
+    """``mcp_types``, imported under ``lean_import()``; the names ``first`` bound in it.
+
+    Its package and ``_types`` module are loaded by ``_lazyexec`` when their sources are
+    ones it can split (each model class is then created on the first use of a name that
+    needs it); otherwise, or when either is imported already, it is a plain import.
+    """
+    with lean_import():
+        module = _lazy_types()
+        if module is None:
+            import mcp_types as module
+        for name in first:
+            getattr(module, name)  # bound while importlib.metadata is stood in for
+    return module
+
+
+def _lazy_types() -> Any:
+    """The package loaded by ``_lazyexec``, and its ``_types`` (``None``: import as usual).
+    Should ``_types`` not load so, the package's statements import it as usual."""
+    if any(name in sys.modules for name in LAZY_MODULES):
+        return None  # imported already: the module everyone has is the one to use
+    package = _lazyexec.load(LAZY_MODULES[0], around=deferred_builds)
+    if package is not None:
+        for name in LAZY_MODULES[1:]:
+            _lazyexec.load(name, around=deferred_builds)
+    return package
 
 
 @contextlib.contextmanager
@@ -120,6 +156,11 @@ def metadata_later() -> Iterator[None]:
                 delattr(parent, "metadata")
 
 
+_deferring: dict[int, int] = {}  # thread ident -> depth of its deferred_builds() blocks
+_hooks_lock = threading.Lock()
+_unhook: list[Callable[[], None]] = []  # takes the hooks away (while any thread defers)
+
+
 @contextlib.contextmanager
 def deferred_builds() -> Iterator[None]:
     """pydantic's ``defer_build`` for every model and TypeAdapter this thread creates.
@@ -127,11 +168,38 @@ def deferred_builds() -> Iterator[None]:
     Three pydantic 2 hooks: ``ConfigWrapper.defer_build`` (read by the model metaclass),
     ``TypeAdapter._defer_build``, and ``BaseModel.model_rebuild`` (``mcp_types`` rebuilds
     a few models at import to resolve forward references, and pydantic rebuilds a generic
-    model each time it is parametrized: in this thread an unforced rebuild of a model not
-    built yet is skipped, as pydantic resolves the same module-level names when it builds
-    the model on first use). All are consulted by thread: other threads keep their own
-    configuration while this import runs. Without the hooks nothing is changed.
+    model each time it is parametrized: in a deferring thread an unforced rebuild of a
+    model not built yet is skipped, as pydantic resolves the same module-level names when
+    it builds the model on first use). All are consulted by thread: other threads keep
+    their own configuration meanwhile. Blocks nest, and several threads may defer at once
+    (the lazily run statements of ``mcp_types`` defer in whichever thread runs them): the
+    hooks are put in place by the first block and taken away by the last. Without the
+    hooks nothing is changed.
     """
+    ident = threading.get_ident()
+    with _hooks_lock:
+        if not _deferring:
+            unhook = _hook()
+            if unhook is None:  # another pydantic: build as usual
+                ident = 0
+            else:
+                _unhook.append(unhook)
+        if ident:
+            _deferring[ident] = _deferring.get(ident, 0) + 1
+    try:
+        yield
+    finally:
+        if ident:
+            with _hooks_lock:
+                depth = _deferring.pop(ident) - 1
+                if depth:
+                    _deferring[ident] = depth
+                elif not _deferring:
+                    _unhook.pop()()
+
+
+def _hook() -> Callable[[], None] | None:
+    """The hooks put in place (see ``deferred_builds``); returns what takes them away."""
     try:
         from pydantic import BaseModel, type_adapter
         from pydantic._internal import _config
@@ -148,11 +216,10 @@ def deferred_builds() -> Iterator[None]:
         ):
             raise LookupError("unknown pydantic layout")
         wrapper_getattr = wrapper.__getattr__
-    except (ImportError, LookupError, AttributeError):  # another pydantic: build as usual
-        yield
-        return
-    importer = threading.get_ident()
+    except (ImportError, LookupError, AttributeError):
+        return None
     rebuild_func = rebuild.__func__
+    deferring = _deferring
 
     def model_rebuild(
         cls: Any,
@@ -162,7 +229,7 @@ def deferred_builds() -> Iterator[None]:
         _parent_namespace_depth: int = 2,
         _types_namespace: Any = None,
     ) -> bool | None:
-        if not force and threading.get_ident() == importer and not cls.__pydantic_complete__:
+        if not force and threading.get_ident() in deferring and not cls.__pydantic_complete__:
             return None  # built on first use instead
         return rebuild_func(  # type: ignore[no-any-return]
             cls,
@@ -173,20 +240,23 @@ def deferred_builds() -> Iterator[None]:
         )
 
     def config_defer(self: Any) -> Any:
-        return True if threading.get_ident() == importer else wrapper_getattr(self, "defer_build")
+        if threading.get_ident() in deferring:
+            return True
+        return wrapper_getattr(self, "defer_build")
 
     def type_adapter_defer(self: Any) -> Any:
-        return True if threading.get_ident() == importer else adapter_getter(self)
+        return True if threading.get_ident() in deferring else adapter_getter(self)
 
     wrapper.defer_build = property(config_defer)
     adapter._defer_build = property(type_adapter_defer)
     BaseModel.model_rebuild = classmethod(model_rebuild)  # type: ignore[method-assign,assignment]
-    try:
-        yield
-    finally:
+
+    def unhook() -> None:
         del wrapper.defer_build
         adapter._defer_build = adapter_defer
         BaseModel.model_rebuild = rebuild  # type: ignore[method-assign,assignment]
+
+    return unhook
 
 
 def settle_plugins() -> None:
