@@ -5,13 +5,15 @@ one cached validator per model (content blocks tagged by their ``type``), typed 
 handlers for the user's sampling/elicitation callbacks, and the ``outputSchema`` check
 (``jsonschema``, imported on first use). Nothing here knows sessions or eras.
 
-Cold start. ``import mcp_types`` normally builds every one of its ~200 pydantic models at
-import (~75 ms on top of pydantic's own ~60 ms). Here it is imported under
-``_typesimport.lean_import()``: pydantic's ``defer_build`` for the importing thread only
-(each model is built on its first validation, so a session builds only the model graphs its
-results need), and two costs of pydantic's own import that a session does not need on its
-cold path left out (``importlib.metadata``, and pydantic's plugin search when no plugin is
-installed). The models, their schemas and their strictness are pydantic's, unchanged.
+Cold start. ``import mcp_types`` normally creates all of its ~155 pydantic model classes
+and builds every one (~75 ms on top of pydantic's own ~60 ms). Here it is imported by
+``_typesimport.import_types()``: its statements run on the first use of a name that needs
+them (``_lazyexec``: a first ``CallToolResult`` creates 16 classes), pydantic's
+``defer_build`` while they run (each model is built on its first validation, so a session
+builds only the model graphs its results need), and two costs of pydantic's own import that
+a session does not need on its cold path left out (``importlib.metadata``, and pydantic's
+plugin search when no plugin is installed). The models, their schemas and their strictness
+are pydantic's, unchanged.
 
 ``prefetch()`` starts that import in a background thread (``mcpsync-typed[import]``, once
 per process) as ``Session.connect`` begins, so it overlaps the server's start-up; the

@@ -8,8 +8,9 @@ their validation and pydantic's behaviour as they are: only *when* work is done 
 work whose outcome is known already is skipped. A part whose pydantic or Python layout is
 not the one it expects is left out (the import then costs what it costs without it).
 
-- ``deferred_builds()``: pydantic's ``defer_build`` for the importing thread only, so each
-  of ``mcp_types``' ~200 models is built on its first validation (a session builds only
+- ``deferred_builds()``: pydantic's ``defer_build`` for the threads inside the block (the
+  importing one, and whichever runs ``mcp_types``' statements later), so each of its
+  models is built on its first validation (a session builds only
   the model graphs its results need).
 - ``metadata_later()``: ``pydantic.networks`` (``mcp_types`` needs it for ``FileUrl``)
   runs ``from importlib.metadata import version`` at import, for a check made when an
