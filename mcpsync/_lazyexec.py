@@ -56,7 +56,7 @@ from typing import Any
 __all__ = ["load", "LazyModule", "Plan", "make_plan"]
 
 #: changes whenever the cache file's layout or the plan's meaning changes
-FORMAT = 1
+FORMAT = 2
 
 #: bound on waiting for another thread's run (one takes milliseconds)
 WAIT = 60.0
@@ -261,7 +261,9 @@ def make_plan(source: str, filename: str) -> Plan | None:
         module = ast.Module(body=[body], type_ignores=[])
         codes.append(compile(module, filename, "exec", flags=flags, dont_inherit=True))
         binds.append(names)
-        mentions.append(() if prose else tuple(sorted(_mentions(node) - set(names))))
+        # ``__all__`` lists names as strings: they are not what its statement needs
+        needs = () if prose or names == ("__all__",) else _mentions(node) - set(names)
+        mentions.append(tuple(sorted(needs)))
         if prose or (isinstance(node, ast.ImportFrom) and node.module == "__future__"):
             eager.append(index)  # a docstring (a no-op), a compiler flag's import
     return Plan(codes, binds, mentions, eager, doc)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import json, os.path
 from dataclasses import dataclass, field
 
+__all__ = ["Leaf", "Tree", "Node", "dump"]
 RUN: list = []
 RUN.append("RUN")
 
@@ -91,6 +92,7 @@ def test_a_name_runs_its_statements_and_what_they_need_in_file_order(lazy_source
     assert isinstance(module, _lazyexec.LazyModule) and sys.modules[name] is module
     assert module.__doc__ == "A module to load lazily."
     assert "Leaf" not in vars(module) and "RUN" not in vars(module)  # nothing run yet
+    assert module.__all__ == ["Leaf", "Tree", "Node", "dump"] and "RUN" not in vars(module)
     leaf = module.Leaf
     assert _ran(module) == ["RUN", "Alias", "Leaf"]  # Leaf mentions Alias and RUN
     assert leaf(value=3).value == 3 and module.Leaf is leaf
