@@ -110,11 +110,19 @@ def _start_host(
     assert proc.stdout is not None
     line = proc.stdout.readline()  # the host prints once its four servers answered
     if not line:
-        proc.wait(WAIT)
+        _end(proc)
         pytest.fail(f"the host script failed (exit {proc.returncode})")
     pids = json.loads(line)
     assert len(pids) == 4 and len(set(pids)) == 4
     return proc, pids
+
+
+def _end(proc: subprocess.Popen[str]) -> None:
+    """The host process killed (if still there), reaped, and its pipe closed."""
+    proc.kill()
+    proc.wait(WAIT)
+    if proc.stdout is not None:
+        proc.stdout.close()
 
 
 def _gone_within(pids: list[int], bound: float) -> tuple[list[int], float]:
@@ -169,8 +177,7 @@ def test_sigkilled_host_takes_its_servers_along(method: str) -> None:
         print(f"{method}: 4 servers dead {took * 1000:.0f} ms after the host's SIGKILL")
         host.wait(WAIT)
     finally:
-        host.kill()
-        host.wait(WAIT)
+        _end(host)
         _kill_all(pids)
 
 
@@ -185,6 +192,7 @@ def test_without_the_signal_the_stubborn_servers_would_be_orphans() -> None:
         alive, _ = _gone_within(pids, 1.0)
         assert sorted(alive) == sorted(pids)
     finally:
+        _end(host)
         _kill_all(pids)
         _gone_within(pids, WAIT)
 
@@ -205,7 +213,7 @@ def test_interpreter_exit_closes_open_sessions(tmp_path: Path, restart: bool) ->
         expected = [f"eof-{pid}" for pid in pids] + [f"start-{pid}" for pid in pids]
         assert marks == sorted(expected)
     finally:
-        host.kill()
+        _end(host)
         _kill_all(pids)
 
 
@@ -243,7 +251,7 @@ def test_interpreter_exit_is_bounded_with_stubborn_servers() -> None:
         assert alive == []  # only the exit hook could end them (no parent-death signal)
         assert float(took) < 2.0 + 1.0, took  # the hooks kept their bound (and a margin)
     finally:
-        proc.kill()
+        _end(proc)
         _kill_all(pids)
 
 
@@ -296,8 +304,7 @@ def test_sigkilled_host_takes_server_everything_and_its_wrapper_along() -> None:
         assert alive == [], f"{alive} outlived the host"
         print(f"server-everything tree gone {took * 1000:.0f} ms after the host died")
     finally:
-        host.kill()
-        host.wait(WAIT)
+        _end(host)
         _kill_all(pids)
 
 
