@@ -1,7 +1,7 @@
 """A 2025-11-25 stdio server with tasks kept on disk, so a task outlives the server process.
 
-Usage: ``python tasks_server.py STORE_DIR [--no-tasks] [--http]`` (``--http``: over Streamable
-HTTP instead of stdio, see ``serve_http``). Tools, by ``execution.taskSupport``:
+Usage: ``python tasks_server.py STORE_DIR [--no-tasks] [--http [--sticky]]`` (``--http``: over
+Streamable HTTP instead of stdio, see ``serve_http``). Tools, by ``execution.taskSupport``:
 
 - ``slow`` ("required"): ``tools/call`` with ``task`` makes a task (a JSON file in STORE_DIR)
   and answers ``CreateTaskResult`` at once; without ``task`` it answers -32601 (the spec's
@@ -228,8 +228,13 @@ def main() -> None:
 def serve_http(record: Callable[[str], None]) -> None:
     """``--http``: the same server over Streamable HTTP (2025-11-25), stateless, every reply
     a JSON body (the notifications that follow a reply over stdio are left out); a held
-    request holds its own POST. Prints ``URL <url>`` once listening; ends when stdin closes."""
+    request holds its own POST. Prints ``URL <url>`` once listening; ends when stdin closes.
+    ``--sticky``: as behind a load balancer with sticky sessions, a reply to a request without
+    its cookie sets it, and once it was set a request without it is refused (403)."""
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    sticky = "--sticky" in sys.argv[2:]
+    cookie_set = threading.Event()
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -240,6 +245,9 @@ def serve_http(record: Callable[[str], None]) -> None:
         def _send(self, status: int, body: Any = None) -> None:
             data = json.dumps(body).encode() if body is not None else b""
             self.send_response(status)
+            if sticky and "lb=node-1" not in (self.headers.get("Cookie") or ""):
+                self.send_header("Set-Cookie", "lb=node-1; Path=/; HttpOnly")
+                cookie_set.set()
             if body is not None:
                 self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
@@ -254,6 +262,10 @@ def serve_http(record: Callable[[str], None]) -> None:
 
         def do_POST(self) -> None:
             msg = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+            cookies = self.headers.get_all("Cookie") or []
+            if sticky and cookie_set.is_set() and cookies != ["lb=node-1"]:
+                self._send(403, {"error": f"no sticky cookie (Cookie: {cookies})"})
+                return
             out = handle(msg, record)
             if out:
                 self._send(200, out[0])

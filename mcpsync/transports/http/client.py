@@ -20,7 +20,6 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 import requests
 import urllib3
 from requests.adapters import HTTPAdapter
-from requests.cookies import extract_cookies_to_jar
 
 from ..._version import __version__
 from ...errors import (
@@ -35,6 +34,7 @@ from ...errors import (
 )
 from ...jsonrpc import excerpt, parse_json
 from ..base import Transport
+from .cookies import Cookies
 from .fastpool import _Buffered, _ConnectTimeout, _FastPool, _Undelivered
 from .fastresponse import HeadLost
 from .requestauth import RequestAuth
@@ -232,8 +232,10 @@ class HTTPClient:
     answers challenges itself, a re-send at a time), no proxy for the URL, no .netrc entry,
     and the session's adapter is a plain ``HTTPAdapter``, requests go over a small pool of
     keep-alive ``http.client`` connections set up with the TLS settings requests would use.
-    Any other ``auth`` goes through requests. A ``Set-Cookie`` reply moves everything to
-    the requests path (the cookies go into the session's jar).
+    Any other ``auth`` goes through requests. Cookies stay on the fast path: a
+    ``Set-Cookie`` reply's cookies go into the session's jar (``http.cookiejar``'s rules:
+    domain, path, expiry, ``Secure``), and each request carries the jar's ``Cookie`` header
+    for its URL, unless the caller's headers have one (as requests does).
     """
 
     def __init__(
@@ -274,7 +276,7 @@ class HTTPClient:
             base[key] = value
         self.headers = base
         self._pool: _FastPool | None = None
-        self._cookie_request: requests.PreparedRequest | None = None
+        self._cookies = Cookies(self.session.cookies)  # kept and sent on the fast path
         self._request_auth = auth if isinstance(auth, RequestAuth) else None
         if self.owned and (auth is None or self._request_auth is not None):
             self._setup_fast_path()
@@ -299,8 +301,6 @@ class HTTPClient:
                 or getattr(HTTPAdapter.send, "__module__", "") != "requests.adapters"
             ):
                 return  # a custom adapter, or HTTPAdapter.send patched (e.g. by a mocking library)
-            # set before the pool: _send uses it once the pool sees a cookie
-            self._cookie_request = requests.Request("GET", url).prepare()
             self._pool = _FastPool(
                 self.target.origin,
                 connect_timeout=self.connect_timeout,
@@ -357,23 +357,25 @@ class HTTPClient:
         pool = self._pool
         try:
             if pool is not None and target.origin == self.target.origin:
+                cookies = self._cookies
+                cookie = cookies.field(target.url, headers) if cookies.active else None
                 if self._request_auth is None:
                     try:
-                        response = pool.urlopen(method, target.path, headers, body, read_timeout)
+                        response = pool.urlopen(
+                            method, target.path, headers, body, read_timeout, None, cookie
+                        )
                     except _Undelivered:  # never reached the server: once more, a new connection
-                        response = pool.urlopen(method, target.path, headers, body, read_timeout)
+                        response = pool.urlopen(
+                            method, target.path, headers, body, read_timeout, None, cookie
+                        )
                 else:
                     response = self._send_with_auth(
-                        self._request_auth, pool, method, target, headers, body, read_timeout
-                    )
+                        self._request_auth, pool, method, target, headers, body, read_timeout,
+                        cookie,
+                    )  # fmt: skip
                 if response.headers.get("set-cookie") is not None:
-                    # Cookies (e.g. load-balancer stickiness): keep them, and from now on
-                    # let requests send them.
-                    cookie_request = self._cookie_request
-                    if cookie_request is not None:  # always: it is set before the pool
-                        extract_cookies_to_jar(self.session.cookies, cookie_request, response)
-                    self._pool = None
-                    pool.retire()  # (this response, and others under way, are still read)
+                    # Cookies (e.g. load-balancer stickiness): kept, sent from now on
+                    cookies.keep(target.url, response)
                 return response
             reply = self.session.request(
                 method,
@@ -421,9 +423,11 @@ class HTTPClient:
         headers: Mapping[str, str],
         body: bytes | None,
         read_timeout: float | None,
+        cookie: Mapping[str, str] | None = None,
     ) -> Any:
         """The fast path with a RequestAuth: its headers on each send, its answer to a
-        401/403 or ``DPoP-Nonce`` reply, at most ``auth.max_resends`` re-sends."""
+        401/403 or ``DPoP-Nonce`` reply, at most ``auth.max_resends`` re-sends. ``cookie``:
+        the jar's ``Cookie`` field, sent with each."""
         state: dict[str, Any] = {}
         sent = partial(auth.request_sent, method, target.url, state)
         undelivered = False
@@ -434,9 +438,11 @@ class HTTPClient:
                 extra: Mapping[str, str] | None
                 if added and any(name in headers for name in added):
                     # the auth's value replaces the caller's
-                    base, extra = {**headers, **added}, None
+                    base, extra = {**headers, **added}, cookie
                 else:
                     base, extra = headers, added  # the pool caches the head of ``headers`` alone
+                    if cookie:
+                        extra = {**extra, **cookie} if extra else cookie
                 try:
                     response = pool.urlopen(
                         method, target.path, base, body, read_timeout, sent, extra

@@ -18,12 +18,13 @@ Threads and the hot path:
   back-channel runs on ``mcpsync-http-get[name]``; a 405 means the server offers none.
 
 Speed: ``requests.Session.post`` costs far more than the HTTP exchange itself. When this
-transport owns its ``requests.Session``, has no ``auth``, no proxy, no .netrc entry and no
-cookies, it sends over a small keep-alive pool of ``http.client`` connections set up with
-the TLS settings requests would use (``fastpool``), skipping the per-call
-``Request``/``Response`` machinery. Otherwise (a caller's session, an ``AuthBase``, a proxy,
-cookies) every request goes through ``requests.Session.request``, so adapters, proxies and
-response hooks (the OAuth 401 handler) all apply.
+transport owns its ``requests.Session``, has no ``auth`` (or mcpsync's own, a
+``RequestAuth``), no proxy and no .netrc entry, it sends over a small keep-alive pool of
+``http.client`` connections set up with the TLS settings requests would use
+(``fastpool``), skipping the per-call ``Request``/``Response`` machinery; cookies a server
+sets are kept in the session's jar and sent on it too. Otherwise (a caller's session, an
+``AuthBase``, a proxy) every request goes through ``requests.Session.request``, so
+adapters, proxies and response hooks all apply.
 """
 
 from __future__ import annotations
