@@ -55,6 +55,7 @@ TARGET_MS = 150.0
 
 _MCPSYNC = """
 import time; t0 = time.perf_counter()
+{setup}
 import sys, mcpsync
 Session = mcpsync.Session  # the session layer loads on first use of the name
 t1 = time.perf_counter()
@@ -77,11 +78,21 @@ _IMPORTS = {
 }
 
 
-def _programs(argv: list[str]) -> dict[str, str]:
+#: the row whose processes find no kept statement plan (and keep none): each splits
+#: ``mcp_types``' statements itself, as under ``PYTHONDONTWRITEBYTECODE`` with no plan made
+NO_PLAN = "mcpsync, no kept statement plan"
+
+
+def _programs(argv: list[str], no_plan_dir: str) -> dict[str, str]:
     init = bench.INIT_PARAMS
+    no_plan = (
+        f"import os, sys; os.environ['XDG_CACHE_HOME'] = {no_plan_dir!r}; "
+        "sys.dont_write_bytecode = True"
+    )
     cold = {
-        "mcpsync": _MCPSYNC.format(argv=argv, eager=""),
-        "mcpsync, eager mcp_types": _MCPSYNC.format(argv=argv, eager="import mcp_types"),
+        "mcpsync": _MCPSYNC.format(argv=argv, eager="", setup=""),
+        "mcpsync, eager mcp_types": _MCPSYNC.format(argv=argv, eager="import mcp_types", setup=""),
+        NO_PLAN: _MCPSYNC.format(argv=argv, eager="", setup=no_plan),
         "bare": bench._COLD["bare"].format(argv=argv, init=init),
         "sdk": bench._COLD["sdk"].format(argv0=argv[0], args=argv[1:]),
     }
@@ -104,7 +115,16 @@ def _once(code: str, cwd: str | None = None) -> list[float] | str:
 def measure(
     reps: int, argv: list[str], against: str | None = None
 ) -> dict[str, dict[str, float] | str]:
-    programs = _programs(argv)
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="coldstart-noplan-") as empty:
+        return _measure(reps, argv, against, empty)
+
+
+def _measure(
+    reps: int, argv: list[str], against: str | None, no_plan_dir: str
+) -> dict[str, dict[str, float] | str]:
+    programs = _programs(argv, no_plan_dir)
     cwds: dict[str, str] = {}
     if against is not None:  # the same program, run where `against`'s mcpsync is the one found
         label = f"mcpsync at {against}"
@@ -171,10 +191,16 @@ def _compile_mcpsync() -> None:
     and compiling their source each time (measured: ~8 ms for the stdio transport's seven
     modules) would be counted as cold-start cost no installed user pays."""
     import compileall
+    import subprocess
 
     import mcpsync
 
     compileall.compile_dir(os.path.dirname(mcpsync.__file__), quiet=2)
+    # and the plan of mcp_types' statements, as the first session of an installed user
+    # keeps it (mcpsync/_lazyexec.py): not made under PYTHONDONTWRITEBYTECODE
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    code = "from mcpsync import _typesimport; _typesimport.import_types()"
+    subprocess.run([bench.PYTHON, "-c", code], env=env, check=True, timeout=120)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -25,12 +25,14 @@ Only a source this can split is loaded so: top-level statements that are imports
 by one statement. Anything else (an ``if`` or ``try`` at top level, a name bound twice)
 makes ``load`` return ``None``, and the caller imports the module as usual.
 
-Cache. Splitting and compiling costs ~35 ms (``ast``), so the plan is kept in a file
-beside mcpsync's own bytecode (``importlib.util.cache_from_source``, so it follows
-``PYTHONPYCACHEPREFIX``; not written under ``PYTHONDONTWRITEBYTECODE``), written
-atomically, and used only while the source's size and modification time, the
-interpreter's bytecode magic and this module's format are the ones it records; reading
-it costs ~1 ms. An unwritable folder only means the plan is made again next time.
+Cache. Splitting and compiling costs ~25 ms (``ast``), so the plan is kept in a file in
+the per-user cache folder (``_cachedir``: ``~/.cache/mcpsync/lazyplan/`` on Linux; not in
+an installed package's folder, which ``pip uninstall`` would leave behind), one per
+interpreter, module and source path; not written under ``PYTHONDONTWRITEBYTECODE`` (it
+holds compiled code). It is written atomically and used only while the source's size and
+modification time, the interpreter's bytecode magic and this module's format are the ones
+it records; reading it costs ~1 ms. An unwritable folder only means the plan is made again
+next time.
 
 Threads. All lazy modules share one re-entrant lock: a name is bound by one thread while
 another that needs it waits. ``around`` (a context-manager factory) is entered around each
@@ -52,6 +54,8 @@ import types
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any
+
+from ._cachedir import user_cache_dir
 
 __all__ = ["load", "LazyModule", "Plan", "make_plan"]
 
@@ -309,13 +313,16 @@ def _mentions(node: Any) -> set[str]:
     return found
 
 
-def _cache_path(name: str) -> str | None:
-    try:
-        own = importlib.util.cache_from_source(__file__)
-    except (NotImplementedError, ValueError):
-        return None  # no bytecode cache on this interpreter
-    # one file per module name: the stamp inside tells whose source it was made from
-    return os.path.join(os.path.dirname(own), f"lazyplan.{name}.{sys.implementation.cache_tag}.bin")
+def _cache_path(name: str, origin: str) -> str | None:
+    """The plan file of module ``name`` loaded from ``origin``: in the per-user cache
+    folder (``_cachedir``), one per interpreter, module and source file."""
+    import hashlib  # (on a session's cold path anyway: the era cache's keys use it)
+
+    tag = sys.implementation.cache_tag
+    if tag is None:
+        return None  # an interpreter that keeps no bytecode
+    key = hashlib.sha256(origin.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    return os.path.join(user_cache_dir(), "lazyplan", f"{name}.{tag}.{key}.bin")
 
 
 def _cached_plan(name: str, origin: str) -> Plan | None:
@@ -324,7 +331,7 @@ def _cached_plan(name: str, origin: str) -> Plan | None:
     except OSError:
         return None
     stamp = (FORMAT, importlib.util.MAGIC_NUMBER, origin, stat.st_size, stat.st_mtime_ns)
-    path = _cache_path(name)
+    path = _cache_path(name, origin)
     if path is not None:
         try:
             with open(path, "rb") as f:

@@ -74,7 +74,7 @@ def lazy_source(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     (tmp_path / package / "mod.py").write_text(SOURCE)
     monkeypatch.syspath_prepend(str(tmp_path))
     cache = tmp_path / "cache"
-    monkeypatch.setattr(_lazyexec, "_cache_path", lambda name: str(cache / f"{name}.bin"))
+    monkeypatch.setattr(_lazyexec, "_cache_path", lambda name, origin: str(cache / f"{name}.bin"))
     monkeypatch.setattr(sys, "dont_write_bytecode", False)
     yield f"{package}.mod", cache
     for name in [n for n in sys.modules if n.startswith(package)]:
@@ -144,7 +144,7 @@ def test_an_unwritable_cache_folder_only_costs_the_plan(lazy_source, monkeypatch
     name, _ = lazy_source
     blocker = tmp_path / "a-file"
     blocker.write_text("")
-    monkeypatch.setattr(_lazyexec, "_cache_path", lambda n: str(blocker / "sub" / "x.bin"))
+    monkeypatch.setattr(_lazyexec, "_cache_path", lambda n, o: str(blocker / "sub" / "x.bin"))
     module = _lazyexec.load(name)
     assert module is not None and module.Tree.touched
 
@@ -163,7 +163,7 @@ def test_sources_it_cannot_split_are_imported_as_usual(source, tmp_path, monkeyp
     assert _lazyexec.make_plan(source, "x.py") is None
     (tmp_path / "plainsrc.py").write_text(source)
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(_lazyexec, "_cache_path", lambda name: None)
+    monkeypatch.setattr(_lazyexec, "_cache_path", lambda name, origin: None)
     try:
         assert _lazyexec.load("plainsrc") is None and "plainsrc" not in sys.modules
     finally:
@@ -214,7 +214,7 @@ def test_a_statement_that_fails_raises_for_its_caller_then_the_name_is_missing(
 ):
     (tmp_path / "failsrc.py").write_text("import json\nBad = json.nope\nGood = 1\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(_lazyexec, "_cache_path", lambda name: None)
+    monkeypatch.setattr(_lazyexec, "_cache_path", lambda name, origin: None)
     try:
         module = _lazyexec.load("failsrc")
         assert module is not None
@@ -319,10 +319,30 @@ def test_a_fork_while_another_thread_runs_statements_leaves_the_child_working():
     assert _run(code).strip() == "child 0"
 
 
-def test_the_package_cache_is_beside_mcpsyncs_bytecode():
-    path = _lazyexec._cache_path("mcp_types._types")
-    assert path is not None
-    assert os.path.dirname(path) == os.path.dirname(
-        _lazyexec.importlib.util.cache_from_source(_lazyexec.__file__)
-    )
-    assert path.endswith(f"lazyplan.mcp_types._types.{sys.implementation.cache_tag}.bin")
+def test_the_plan_file_is_in_the_per_user_cache_folder(monkeypatch, tmp_path):
+    monkeypatch.setattr(sys, "platform", "linux")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    one = _lazyexec._cache_path("mcp_types._types", "/venv-a/mcp_types/_types.py")
+    other = _lazyexec._cache_path("mcp_types._types", "/venv-b/mcp_types/_types.py")
+    assert one is not None and other is not None and one != other  # one per source path
+    folder = tmp_path / "mcpsync" / "lazyplan"
+    assert os.path.dirname(one) == str(folder)
+    tag = sys.implementation.cache_tag
+    assert os.path.basename(one).startswith(f"mcp_types._types.{tag}.")
+
+
+def test_the_token_store_and_the_plans_share_one_cache_folder_rule(monkeypatch, tmp_path):
+    from mcpsync._cachedir import user_cache_dir
+    from mcpsync.auth.storage import default_store_path
+
+    monkeypatch.delenv("MCPSYNC_TOKEN_STORE", raising=False)
+    for platform, expected in [
+        ("linux", str(tmp_path / "xdg" / "mcpsync")),
+        ("darwin", os.path.expanduser("~/Library/Caches/mcpsync")),
+        ("win32", str(tmp_path / "local" / "mcpsync" / "Cache")),
+    ]:
+        monkeypatch.setattr(sys, "platform", platform)
+        monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+        monkeypatch.setenv("LOCALAPPDATA", str(tmp_path / "local"))
+        assert user_cache_dir() == expected
+        assert str(default_store_path()) == os.path.join(expected, "tokens.json")

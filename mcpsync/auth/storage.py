@@ -36,7 +36,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import sys
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -44,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from .._cachedir import user_cache_dir
 from ..errors import ConfigError
 
 try:  # POSIX advisory locks; absent on Windows
@@ -59,8 +59,6 @@ __all__ = [
     "default_store_path",
 ]
 
-APP = "mcpsync"
-
 
 def default_store_path() -> Path:
     """The per-user token file: ``$XDG_CACHE_HOME/mcpsync/tokens.json`` (else
@@ -70,16 +68,7 @@ def default_store_path() -> Path:
     override = os.environ.get("MCPSYNC_TOKEN_STORE")
     if override:
         return Path(os.path.expanduser(override))
-    if sys.platform == "win32":
-        base = os.environ.get("LOCALAPPDATA") or os.path.join(
-            os.path.expanduser("~"), "AppData", "Local"
-        )
-        return Path(base) / APP / "Cache" / "tokens.json"
-    if sys.platform == "darwin":
-        return Path(os.path.expanduser("~/Library/Caches")) / APP / "tokens.json"
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = xdg if xdg and os.path.isabs(xdg) else os.path.expanduser("~/.cache")
-    return Path(base) / APP / "tokens.json"
+    return Path(user_cache_dir()) / "tokens.json"
 
 
 @runtime_checkable
