@@ -5,15 +5,13 @@ timeout; and no connection to the server is left open afterwards."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
 import psutil
 import pytest
-from servers.launch import SERVERS_DIR
+from servers.launch import tasks_http
 
 import mcpsync
 
@@ -22,17 +20,8 @@ import mcpsync
 def held_server(tmp_path: Path):
     """The on-disk tasks server over HTTP: a call with ``{"hold": PATH}`` is answered once
     PATH exists (never, here)."""
-    server = subprocess.Popen(
-        [sys.executable, str(SERVERS_DIR / "tasks_server.py"), str(tmp_path), "--http"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    assert server.stdout is not None
-    url = server.stdout.readline().split()[1]
-    try:
+    with tasks_http(tmp_path) as url:
         yield url, tmp_path
-    finally:
-        server.kill()
-        server.communicate(timeout=10)  # (closes its pipes too)
 
 
 def _connections_to(port: int) -> list[str]:

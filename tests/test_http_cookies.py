@@ -6,8 +6,6 @@ calls other threads wait in at once."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -16,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from servers.launch import SERVERS_DIR
+from servers.launch import tasks_http
 
 import mcpsync
 from mcpsync.errors import SessionClosed
@@ -146,17 +144,8 @@ def test_cookies_ride_with_a_request_auth_on_the_fast_path(cookie_server):
 def sticky_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """The on-disk tasks server over HTTP behind a "sticky" balancer: the first reply sets
     a cookie, and from then on a request without it is refused (403)."""
-    server = subprocess.Popen(
-        [sys.executable, str(SERVERS_DIR / "tasks_server.py"), str(tmp_path), "--http", "--sticky"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    assert server.stdout is not None
-    url = server.stdout.readline().split()[1]
-    try:
+    with tasks_http(tmp_path, "--sticky") as url:
         yield url, tmp_path
-    finally:
-        server.kill()
-        server.communicate(timeout=10)
 
 
 def _calls(store: Path, tool: str) -> int:

@@ -7,6 +7,8 @@ group that is killed at exit:
   mcpsync, no SDK), for driving servers byte by byte.
 - ``demo_argv()``, ``faulty_argv()``, ``sdk_stdio_argv()``, ``everything_stdio_argv()``:
   argv lists for stdio servers (hand them to a client, or to ``StdioPeer``).
+- ``tasks_http(store, *flags)``: the on-disk tasks server (``tasks_server.py``) over HTTP,
+  yielding its URL.
 - ``sdk_server_http()``, ``sdk_server_sse()``, ``everything_http()``, ``everything_sse()``:
   context managers that start an HTTP server on a free 127.0.0.1 port and yield a
   ``RunningServer`` (``url``, ``port``, ``proc``, ``stderr_text()``) once it accepts
@@ -54,6 +56,7 @@ __all__ = [
     "everything_http",
     "everything_sse",
     "kill_group",
+    "tasks_http",
     "which",
 ]
 
@@ -562,3 +565,19 @@ def everything_sse(*, timeout: float = 60.0) -> Iterator[RunningServer]:
 def which(name: str) -> str | None:
     """``shutil.which`` with tests/node/node_modules/.bin searched first."""
     return node_bin(name) or shutil.which(name)
+
+
+@contextmanager
+def tasks_http(store: Path, *flags: str) -> Iterator[str]:
+    """``tasks_server.py STORE --http FLAGS``: yields its URL once it listens; killed after
+    (its pipes closed too)."""
+    server = subprocess.Popen(
+        [sys.executable, str(SERVERS_DIR / "tasks_server.py"), str(store), "--http", *flags],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert server.stdout is not None
+    try:
+        yield server.stdout.readline().split()[1]
+    finally:
+        server.kill()
+        server.communicate(timeout=10)
