@@ -172,7 +172,7 @@ class LazyModule(types.ModuleType):
             lock.release()
         try:
             return namespace[name]
-        except KeyError:  # its statement failed on an earlier use (that caller saw why)
+        except KeyError:  # (bound by a statement that deleted it again)
             raise AttributeError(f"module {self.__name__!r} has no attribute {name!r}") from None
 
     def __dir__(self) -> list[str]:
@@ -182,13 +182,21 @@ class LazyModule(types.ModuleType):
 
 
 def _run(module: LazyModule, plan: Plan, indexes: list[int]) -> None:
+    """Run ``indexes`` in order. A statement that raises (an error, or a Ctrl-C landing in
+    it) is not marked run: the next use of a name that needs it runs it again, so that
+    caller sees the error too, and an interrupted class is made whole (a plain import that
+    fails is likewise run again by the next import)."""
     around = module.__dict__.get("_lazy_around")
     namespace = module.__dict__
     with around() if around is not None else contextlib.nullcontext():
         for index in indexes:
             if not plan.done[index]:
-                plan.done[index] = True  # also when it raises: a plain import runs it once
-                exec(plan.codes[index], namespace)
+                plan.done[index] = True  # (a statement that uses its own name does not loop)
+                try:
+                    exec(plan.codes[index], namespace)
+                except BaseException:
+                    plan.done[index] = False
+                    raise
 
 
 def load(name: str, around: Around | None = None) -> LazyModule | None:

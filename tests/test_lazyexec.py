@@ -209,22 +209,49 @@ def test_threads_that_need_names_at_once_get_one_object_each(lazy_source):
     assert sorted(_ran(module)) == sorted(["RUN", "Alias", "Leaf", "Tree", "Node"])
 
 
-def test_a_statement_that_fails_raises_for_its_caller_then_the_name_is_missing(
+def test_a_statement_that_fails_raises_for_every_caller_and_runs_again_once_it_can(
     tmp_path, monkeypatch
 ):
-    (tmp_path / "failsrc.py").write_text("import json\nBad = json.nope\nGood = 1\n")
+    (tmp_path / "failsrc.py").write_text(
+        "import os\nBad = os.environ['LAZY_TEST_VALUE']\nGood = 1\nUses = [Bad]\n"
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setattr(_lazyexec, "_cache_path", lambda name, origin: None)
+    monkeypatch.delenv("LAZY_TEST_VALUE", raising=False)
     try:
         module = _lazyexec.load("failsrc")
         assert module is not None
-        with pytest.raises(AttributeError, match="nope"):
-            _ = module.Bad
-        with pytest.raises(AttributeError, match="has no attribute 'Bad'"):
-            _ = module.Bad  # run once, as a plain import would: not again
+        for _ in range(2):  # each caller sees the statement's own error, not a missing name
+            with pytest.raises(KeyError, match="LAZY_TEST_VALUE"):
+                _ = module.Bad
+            with pytest.raises(KeyError, match="LAZY_TEST_VALUE"):
+                _ = module.Uses
         assert module.Good == 1
+        monkeypatch.setenv("LAZY_TEST_VALUE", "now")  # what it needed is there: it runs
+        assert module.Uses == ["now"] and module.Bad == "now"
     finally:
         sys.modules.pop("failsrc", None)
+
+
+def test_a_ctrl_c_inside_a_statement_leaves_it_to_run_again(lazy_source, monkeypatch):
+    name, _ = lazy_source
+    module = _lazyexec.load(name)
+    assert module is not None
+    calls = []
+    real_exec = exec
+
+    def interrupted_once(code, namespace):  # a SIGINT landing while Tree's class is made
+        if "Tree" in code.co_names and not calls:
+            calls.append(code)
+            raise KeyboardInterrupt
+        return real_exec(code, namespace)
+
+    monkeypatch.setattr(_lazyexec, "exec", interrupted_once, raising=False)
+    with pytest.raises(KeyboardInterrupt):
+        _ = module.Tree
+    assert "Tree" not in vars(module)
+    tree = module.Tree  # made whole on the next use
+    assert module.Node is tree and tree.touched is True and calls
 
 
 def _run(code: str) -> str:
