@@ -77,6 +77,8 @@ log = logging.getLogger("mcpsync.stdio")
 
 #: a message queued for writing: its bytes, and its id when it is a request of ours
 _Out = tuple[bytes, Any]
+#: the "own message" of a finisher thread (it has none: nothing of what it writes is its call)
+_FINISH: _Out = (b"", None)
 #: messages up to this size combine; a bigger one is written by its own sender (which may
 #: wait for the pipe), so a writer never waits on another caller's big message
 _COMBINE_BYTES = 16 * 1024
@@ -126,6 +128,7 @@ class StdioTransport(ChildProcess, PipeReader, LineFramer, Transport):
         self._stdin: IO[bytes] | None = None
         self._stdin_fd = -1
         self._owed = b""  # the rest of a message a timed-out write left half-written
+        self._finishers: list[threading.Thread] = []  # writing what a Ctrl-C left (see there)
         self._out: collections.deque[_Out] = collections.deque()  # queued for the writer
         self._reader: threading.Thread | None = None
         self._stderr_reader: threading.Thread | None = None  # only where poll() is missing
@@ -335,6 +338,8 @@ class StdioTransport(ChildProcess, PipeReader, LineFramer, Transport):
         untouched.reverse()
         if main and _GUARD.pending:  # Ctrl-C: its interrupt follows; the others wait
             self._out.extendleft(reversed([i for i in untouched if i is not mine]))
+            if self._out or self._owed:
+                self._finish_later(bound)
             return
         while self._out:
             untouched.append(self._out.popleft())
@@ -353,6 +358,28 @@ class StdioTransport(ChildProcess, PipeReader, LineFramer, Transport):
         self._wake_parked()
         if cut is mine or any(item is mine for item in untouched):
             raise WriteTimeout(error)
+
+    def _finish_later(self, bound: float) -> None:
+        """A Ctrl-C cut the main thread's write: what it leaves (the rest of the message it
+        cut, the messages other threads queued, whose senders left them to the lock holder)
+        is written by a short-lived thread, as the lock holder would have, within ``bound``;
+        else no caller's request went out until someone wrote again (another thread's call
+        waited for its timeout, and the server for the rest of its line)."""
+        self._finishers = [t for t in self._finishers if t.is_alive()]
+        thread = threading.Thread(
+            target=self._finish, args=(bound,), name=f"mcpsync-stdio-finish[{self.name}]"
+        )
+        thread.daemon = True
+        self._finishers.append(thread)
+        thread.start()
+
+    def _finish(self, bound: float) -> None:
+        if not self._write_lock.acquire(timeout=max(bound, 0.0)):
+            return  # another writer holds it all along: what is queued is its to write
+        try:
+            self._write_out(_FINISH, bound, False)  # (releases the lock)
+        except Exception as exc:  # noqa: BLE001 - the calls concerned are failed by _unwritten
+            log.debug("mcpsync: %s: finishing a cut write: %r", self.name, exc)
 
     def _write_rest(self, data: bytes, bound: float) -> bytes:
         """Write ``data`` as the pipe takes it, for at most ``bound`` s; return what is left."""
@@ -448,7 +475,7 @@ class StdioTransport(ChildProcess, PipeReader, LineFramer, Transport):
         """Join the threads, then close each descriptor no thread can read any more."""
         proc = self.process
         alive = []
-        for thread in (self._reader, self._stderr_reader):
+        for thread in (self._reader, self._stderr_reader, *self._finishers):
             if thread is None or thread is threading.current_thread():
                 continue
             thread.join(timeout=self.shutdown_timeout)
