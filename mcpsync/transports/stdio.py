@@ -35,7 +35,9 @@ Messages over ``_COMBINE_BYTES`` are written by their own sender (waiting for th
 Writes are bounded: stdin is non-blocking; a write that does not fit waits in ``poll()``
 for at most the request's timeout (``write_timeout`` for messages without one). A message
 left half-written by a timeout is finished by the next write before anything else, so the
-server never sees two messages spliced; the queued requests not begun fail at once with
+server never sees two messages spliced (one the main thread's Ctrl-C cut, and what other
+threads queued behind it, is written at once by a short-lived ``mcpsync-stdio-finish``
+thread); the queued requests not begun fail at once with
 ``WriteTimeout`` (reported with their ``request_id``: the connection fails those calls).
 
 Descriptors: every thread that reads a descriptor polls it with a stop pipe beside it, so
