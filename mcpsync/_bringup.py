@@ -14,6 +14,7 @@ instead of JSON-RPC). It never imports the Session: the loop is handed a
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -32,10 +33,15 @@ from .errors import (
 from .protocol import Agreement, Era, Interest, ToolIndex
 from .protocol.choose import Caches, bring_up
 from .transports.base import Transport
+from .transports.select import respawn
 
-__all__ = ["BringUp", "explain_failure", "first_ready"]
+__all__ = ["BringUp", "explain_failure", "first_ready", "unwind", "UNWIND_GRACE"]
 
 log = logging.getLogger("mcpsync")
+
+#: how long past the bring-up's deadline a failed bring-up waits for the unwinding of what
+#: it started (seconds); the rest of the shutdown ladder goes on in the background
+UNWIND_GRACE = 0.25
 
 
 class BringUp:
@@ -66,10 +72,16 @@ class BringUp:
         def _answer_roots(self, params: dict[str, Any]) -> dict[str, Any]: ...
         def _on_notification(self, method: str, params: dict[str, Any]) -> None: ...
 
-    def _initialize(self, era: str | None = None, deadline: float | None = None) -> None:
+    def _initialize(
+        self, era: str | None = None, deadline: float | None = None, restarted: str | None = None
+    ) -> None:
+        """Bring the era up; ``restarted``: this process replaces one that died of the
+        era probe (why, in words): it gets ``initialize`` at once."""
         args = dict(self._init_args)
         if era is not None:
             args["era"] = era
+        if restarted is not None:
+            args["restarted"] = restarted
         auth_obj = self._keep_alive
         auth_before = getattr(auth_obj, "flow_seconds", None)
         paused = None
@@ -132,8 +144,11 @@ def first_ready(
     connect_timeout: float | None,
 ) -> S:
     """The first session that comes up over ``candidates`` (transport factories, in order);
-    everything a failed attempt started is closed before the next one or the raise."""
+    everything a failed attempt started is closed before the next one or the raise, or
+    (when that takes longer than the bring-up's bound) goes on closing in the background
+    (``unwind``): the caller has its error by ``deadline`` + ``UNWIND_GRACE``."""
     last_error: BaseException | None = None
+    restarted = ""  # why the server was started again (it died of the probe), if it was
     for position, make_transport in enumerate(candidates):
         if position and deadline is not None and time.monotonic() >= deadline:
             raise RequestTimeout(
@@ -146,10 +161,10 @@ def first_ready(
         try:
             conn.start()
             session.phases["transport"] = time.perf_counter() - t0
-            session._initialize(deadline=deadline)
+            session._initialize(deadline=deadline, restarted=restarted or None)
             _typed.warm()  # what typed results import, before a Ctrl-C can cut it in half
         except HTTPStatusError as exc:
-            conn.close()
+            unwind(conn, deadline, name)
             last_error = exc
             if exc.status in (400, 404, 405) and len(candidates) > 1:
                 log.info(
@@ -160,20 +175,67 @@ def first_ready(
                 continue
             raise
         except BaseException as exc:
-            conn.close()
-            restart = isinstance(exc, TransportError) and exc.restart_legacy
-            if restart and candidates.count(make_transport) == 1:
-                # the server process died of the server/discover probe (old SDKs do):
-                # start it once more; it is now remembered as legacy and gets initialize
+            explain_failure(exc, chosen)  # its stderr, read before the unwinding ends it
+            unwind(conn, deadline, name)
+            if isinstance(exc, TransportError) and exc.restart_legacy and not restarted:
+                # the server process died of the server/discover probe (old SDKs do): start
+                # a fresh process of it once; it is remembered as legacy (across processes
+                # too, ``choose.VerdictMemory``) and gets initialize at once
                 log.warning("mcpsync: %s stopped after server/discover; starting it again", name)
-                candidates.insert(position + 1, make_transport)
+                restarted = (
+                    "the server stopped after the server/discover probe (servers built with "
+                    "older SDKs do); a fresh process of it answered initialize: legacy"
+                )
+                candidates.insert(position + 1, _again(make_transport, chosen))
                 last_error = exc
                 continue
-            explain_failure(exc, chosen)
             raise
         return session
     assert last_error is not None
     raise last_error
+
+
+def unwind(conn: Connection, deadline: float | None, name: str) -> None:
+    """Close what a failed bring-up attempt started, within the bring-up's bound.
+
+    The close runs in a thread of its own (``mcpsync-unwind[name]``) that is waited for
+    until ``deadline`` + ``UNWIND_GRACE``: a server that exits when its stdin closes is
+    gone by then; one that does not gets the rest of the shutdown ladder (SIGTERM after
+    the grace, SIGKILL) in the background, which still ends it, its process group and
+    every thread. At interpreter exit ``mcpsync._lifecycle`` steps the ladder of a
+    transport still closing, within its own bound (``ChildProcess.exit_soon``)."""
+    if deadline is None:
+        conn.close()
+        return
+    closer = threading.Thread(
+        target=_close_quietly, args=(conn,), name=f"mcpsync-unwind[{name}]", daemon=True
+    )
+    closer.start()
+    closer.join(max(deadline - time.monotonic(), 0.0) + UNWIND_GRACE)
+
+
+def _close_quietly(conn: Connection) -> None:
+    try:
+        conn.close()
+    except Exception:  # noqa: BLE001 - the bring-up's own error is what the caller sees
+        log.debug("mcpsync: closing %s after a failed bring-up", conn.name, exc_info=True)
+
+
+def _again(make: Callable[[], Transport], used: Transport) -> Callable[[], Transport]:
+    """A factory of a fresh transport to the same server as ``used``: ``make`` when it
+    builds a new one each time, else a copy of ``used`` (``Session.connect(transport)``
+    and the Host hand over one transport, started already, which cannot start again)."""
+    copy = respawn(used)
+
+    def again() -> Transport:
+        made = make()
+        if made is not used:
+            return made
+        if copy is None:
+            raise TransportError(f"{used.describe()}: this transport cannot be started again")
+        return copy()
+
+    return again
 
 
 def explain_failure(error: BaseException, transport: Transport) -> None:
@@ -188,8 +250,7 @@ def explain_failure(error: BaseException, transport: Transport) -> None:
     if noise:
         extra.append("--- the server wrote to stdout (not JSON-RPC) ---\n" + "\n".join(noise))
     if not isinstance(error, ServerExited):
-        tail_of = getattr(transport, "stderr_tail", None)  # stdio only
-        tail = tail_of() if callable(tail_of) else ""
+        tail = transport.stderr_tail()
         if tail:
             extra.append(f"{STDERR_TAIL}\n" + tail)
     if extra and error.args and isinstance(error.args[0], str):

@@ -30,8 +30,11 @@ transport failure (refused, process died)     raised: no verdict
 
 The verdict is remembered per server (stdio: command line, working directory and
 environment; HTTP: the endpoint URL) in the given ``VerdictMemory`` (by default for the
-life of the process); a remembered "legacy" is re-probed if ``initialize`` then answers
--32022.
+life of the process; the verdict on a server that died of the probe also in the per-user
+cache folder, ``verdict_file``, so the next process starts it once, with ``initialize``);
+a remembered "legacy" is re-probed if ``initialize`` then answers -32022. On stdio a
+server whose stderr names ``server/discover`` while the probe is unanswered (an old SDK's
+traceback) gets ``initialize`` at once rather than after the probe's patience.
 """
 
 from __future__ import annotations
@@ -77,6 +80,7 @@ from .probe import (
     probe_beside_initialize,
     wait_any,
 )
+from .verdict_file import VerdictFile
 
 __all__ = [
     "Caches",
@@ -91,41 +95,64 @@ __all__ = [
 
 
 class VerdictMemory:
-    """Era verdicts per server key: (era, why). One process-wide default (``VERDICTS``)."""
+    """Era verdicts per server key: (era, why). One process-wide default (``VERDICTS``).
 
-    def __init__(self) -> None:
+    ``kept``: where durable verdicts outlive the process (``VerdictFile``; None: nowhere).
+    A verdict remembered ``durable`` (a server that died of the probe) is written there,
+    and one not in memory is looked up there (then it is this process's too)."""
+
+    def __init__(self, kept: VerdictFile | None = None) -> None:
         self._verdicts: dict[str, tuple[str, str]] = {}
         self._lock = threading.Lock()
+        self.kept = kept
 
-    def era(self, server_key: str | None) -> str | None:
-        """The era remembered for this server, if any."""
+    def _found(self, server_key: str | None) -> tuple[str, str] | None:
         if server_key is None:
             return None
         with self._lock:
             found = self._verdicts.get(server_key)
+        if found is None and self.kept is not None:
+            found = self.kept.get(server_key)
+            if found is not None:
+                era, why = found
+                found = (era, f"{why}; kept by an earlier process in {self.kept.path}")
+                with self._lock:
+                    self._verdicts.setdefault(server_key, found)
+        return found
+
+    def era(self, server_key: str | None) -> str | None:
+        """The era remembered for this server, if any."""
+        found = self._found(server_key)
         return found[0] if found else None
 
     def reason(self, server_key: str | None) -> str:
-        with self._lock:
-            found = self._verdicts.get(server_key) if server_key is not None else None
+        found = self._found(server_key)
         return found[1] if found else ""
 
-    def remember(self, server_key: str | None, era: str, why: str = "") -> None:
+    def remember(
+        self, server_key: str | None, era: str, why: str = "", *, durable: bool = False
+    ) -> None:
+        """Remember the verdict; ``durable``: across processes too (``kept``)."""
         if server_key is not None:
             with self._lock:
                 self._verdicts[server_key] = (era, why)
+            if durable and self.kept is not None:
+                self.kept.put(server_key, era, why)
 
     def forget(self, server_key: str | None = None) -> None:
-        """Forget the verdict for one server (or all of them)."""
+        """Forget the verdict for one server (or all of them, in this process)."""
         with self._lock:
             if server_key is None:
                 self._verdicts.clear()
             else:
                 self._verdicts.pop(server_key, None)
+        if server_key is not None and self.kept is not None:
+            self.kept.forget(server_key)
 
 
-#: The process-wide verdict memory ``Session.connect`` uses by default.
-VERDICTS = VerdictMemory()
+#: The process-wide verdict memory ``Session.connect`` uses by default; its durable
+#: verdicts are kept in the per-user cache folder.
+VERDICTS = VerdictMemory(VerdictFile())
 
 
 class Caches:
@@ -231,6 +258,7 @@ def negotiate(
     credential_key: str | None = None,
     probe_timeout: float | None = None,
     caches: Caches | None = None,
+    restarted: str | None = None,
 ) -> Agreement:
     """Bring a started connection up in the right era; the result says which and why.
 
@@ -247,13 +275,17 @@ def negotiate(
     probe still unanswered after ``probe_timeout`` (default ``DEFAULT_PROBE_TIMEOUT``, at
     most half the bound): a slow starter gets both at once and answers in order; a
     server that ignores the probe gets ``initialize`` anyway. ``caches``: where verdicts
-    and the discover result are remembered (default: ``DEFAULT_CACHES``).
+    and the discover result are remembered (default: ``DEFAULT_CACHES``). ``restarted``:
+    the connection is to a fresh process of a server that died of the probe (why, in
+    words: the ``era_reason``): ``initialize`` at once, unless an era is forced or pinned.
     """
     spent: list[float] = []
     bring = _BringUp(
         conn, capabilities, client_info, Budget(timeout, deadline, paused),
         server_key, credential_key, caches or DEFAULT_CACHES,
     )  # fmt: skip
+    if restarted is not None and era == "auto" and protocol_version is None:
+        return _legacy(bring, None, restarted, remember=False)  # remembered when it died
     agreement = _negotiate(bring, protocol_version, era, probe_timeout, spent)
     if agreement.era == "legacy" and spent:
         agreement.probe_seconds = sum(spent)
@@ -464,7 +496,7 @@ def _restart_as_legacy(
     tail = exc.stderr_tail if isinstance(exc, ServerExited) else ""
     if restartable and server_key is not None and "server/discover" in tail:
         verdicts.remember(
-            server_key, "legacy", f"it stopped after the server/discover probe; {reason}"
+            server_key, "legacy", "it stopped after the server/discover probe", durable=True
         )
         exc.restart_legacy = True
     return exc

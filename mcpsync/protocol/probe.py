@@ -36,7 +36,7 @@ from .modern import newest_mutual_modern, supported_of
 from .modern.envelope import MODERN_ERROR_CODES, Envelope, modern_capabilities
 
 __all__ = ["Verdict", "Budget", "SentInitialize", "probe", "probe_beside_initialize",
-           "forget_probe", "wait_any", "no_answer"]  # fmt: skip
+           "forget_probe", "wait_any", "no_answer", "GIVE_UP_STEP"]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -114,20 +114,53 @@ class _AnyDone:
         return any(f.done() for f in self.futures)
 
 
-def wait_any(conn: Connection, futures: Sequence[Future[Any]], deadline: float) -> bool:
-    """Wait (bounded by ``deadline``) until one of ``futures`` is done; True if one is."""
+def wait_any(
+    conn: Connection,
+    futures: Sequence[Future[Any]],
+    deadline: float,
+    give_up: Callable[[], bool] | None = None,
+) -> bool:
+    """Wait (bounded by ``deadline``) until one of ``futures`` is done; True if one is.
+    ``give_up()``, looked at every ``GIVE_UP_STEP`` s, ends the wait early (False)."""
     target = _AnyDone(futures)
     pump = conn._pump  # stdio: read the pipe in this thread
     while not target.done():
         remaining = deadline - time.monotonic()
-        if remaining <= 0:
+        if remaining <= 0 or (give_up is not None and give_up()):
             return False
-        step = min(remaining, 1.0)
+        step = min(remaining, 1.0 if give_up is None else GIVE_UP_STEP)
         if pump is not None and not conn.closed:
             pump(target, time.monotonic() + step)
         else:
             futures_wait(futures, timeout=step, return_when=FIRST_COMPLETED)
     return True
+
+
+#: how often the stdio probe's wait looks at the server's stderr (seconds)
+GIVE_UP_STEP = 0.05
+
+
+class _ChokedOnProbe:
+    """True once the server wrote, after the probe went out, a stderr line naming
+    ``server/discover``: a server built with an old SDK that failed to parse the probe
+    (its traceback names the method) and may never answer it (mcp 1.6.0 goes deaf until
+    the next line, then exits). Its ``initialize`` then goes out at once instead of after
+    the probe's patience; a modern server that merely logs the method still answers the
+    probe, and that answer decides."""
+
+    __slots__ = ("transport", "before", "seen")
+
+    def __init__(self, conn: Connection, before: str) -> None:
+        self.transport = conn.transport
+        self.before = before
+        self.seen = False
+
+    def __call__(self) -> bool:
+        tail = self.transport.stderr_tail()
+        if tail.startswith(self.before):  # else the bounded tail moved on: look at all of it
+            tail = tail[len(self.before) :]
+        self.seen = "server/discover" in tail
+        return self.seen
 
 
 class SentInitialize:
@@ -227,16 +260,21 @@ def probe_beside_initialize(
     without a word); it is waited for ``bound`` seconds (at most half the budget). Then
     ``initialize`` goes out too: a server still starting (a first ``npx``/``uvx``
     download) reads both in order and answers both, so it pays no extra wait; a legacy
-    server that ignores requests before ``initialize`` answers that one. Returns the
+    server that ignores requests before ``initialize`` answers that one. A server whose
+    stderr names ``server/discover`` meanwhile (``_ChokedOnProbe``: an old SDK's traceback)
+    gets ``initialize`` at once: it dies of it, or answers it. Returns the
     verdict (legacy when ``initialize`` was answered first); the ``initialize`` sent, if
     any, is put in ``sent_box``.
     """
     started = time.perf_counter()
+    before = conn.transport.stderr_tail()
     discover = _send_probe(conn, version, capabilities, client_info, None)
     remaining = budget.remaining()
     patience = bound if remaining is None else min(bound, remaining / 2)
+    choked = _ChokedOnProbe(conn, before)
     try:
-        if wait_any(conn, (discover,), min(time.monotonic() + patience, budget.deadline())):
+        waited = min(time.monotonic() + patience, budget.deadline())
+        if wait_any(conn, (discover,), waited, choked):
             return _judge_probe(discover)
         params = initialize_params(dict(client_info), dict(capabilities), None)
         sent_at = time.perf_counter()
@@ -248,6 +286,11 @@ def probe_beside_initialize(
     if not wait_any(conn, (discover, init), budget.deadline()):
         raise no_answer(conn, budget, "server/discover or initialize")
     if init.done() and not discover.done():
+        if choked.seen:
+            return _legacy_verdict(
+                "the server wrote an error naming server/discover to stderr, and answered "
+                "initialize: legacy server"
+            )
         return _legacy_verdict(
             f"no answer to server/discover within {patience:.3g} s, but to initialize: legacy server"
         )

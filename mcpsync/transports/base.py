@@ -138,6 +138,11 @@ class Transport(Owned, ABC):
         """Stop reading the reply stream of ``request_id``; True if there was one."""
         return False
 
+    def stderr_tail(self) -> str:
+        """The server's last lines on its stderr (stdio: a bounded tail, what it holds now
+        read first), newline-joined; "" where there is no such stream."""
+        return ""
+
     def stdout_noise(self) -> list[str]:
         """The last lines the server wrote that were not JSON-RPC (stdio: e.g. a banner
         printed to stdout), oldest first, each cut to a printable excerpt; [] if none."""

@@ -132,13 +132,18 @@ class ChildProcess:
     def exit_soon(self, deadline: float) -> bool:
         """Interpreter exit, one step per call, never waiting: close the server's stdin
         (every server sees EOF at once), then after a third of the time SIGTERM (Windows:
-        Ctrl-Break), after two thirds SIGKILL (the job); True while the server still runs."""
+        Ctrl-Break), after two thirds SIGKILL (the job); True while the server still runs.
+        A transport already closing in another thread (the unwinding of a failed bring-up,
+        which leaves the rest of its ladder to the background) gets the signals on this
+        schedule too, so its server is gone by ``deadline`` whatever that ladder waits."""
         proc = self.process
-        if proc is None or self._closing.is_set() or proc.poll() is not None:
+        if proc is None or proc.poll() is not None:
             return False
         now = time.monotonic()
         if self._exit_plan is None:
             self._exit_plan = (now, deadline, 1)
+            if self._closing.is_set():  # its ladder closed stdin already, or is about to
+                return True
             self.shutdown_timeout = max(0.05, min(self.shutdown_timeout, (deadline - now) / 4))
             if self._write_lock.acquire(False):  # else a write is under way: signals follow
                 try:

@@ -4,6 +4,8 @@ Owns: turning a target into transport factories. A command (a list of arguments)
 stdio transport; an ``http(s)://`` URL is Streamable HTTP, then the legacy HTTP+SSE
 transport as a fallback (``transport="auto"``), or just one of them when named; a
 ``Transport`` is used as given. ``Session.connect`` and ``Host`` both build through here.
+``respawn``: a fresh stdio transport like one already used (a server that died of the
+era probe is started again in a new process, also when the caller handed over the transport).
 
 The transport modules are imported inside the factories: ``import mcpsync`` must not pay
 for ``requests`` when only stdio is used (and the other way round).
@@ -19,7 +21,7 @@ from typing import Any
 from ..errors import ConfigError
 from .base import Transport
 
-__all__ = ["Factory", "is_url", "stdio_transport", "http_candidates", "candidates"]
+__all__ = ["Factory", "is_url", "stdio_transport", "http_candidates", "candidates", "respawn"]
 
 #: Builds one transport (not started).
 Factory = Callable[[], Transport]
@@ -118,3 +120,26 @@ def candidates(
     raise ConfigError(
         f"cannot connect to {target!r}: give a URL, a command as a list of arguments, or a Transport"
     )
+
+
+def respawn(used: Transport) -> Factory | None:
+    """A factory of fresh, unstarted transports like ``used`` (None: not a stdio transport).
+
+    The copy runs the same command with the same environment, working directory, name,
+    limits and ``identity`` (the verdict cache's key)."""
+    from .stdio import StdioTransport
+
+    if not isinstance(used, StdioTransport):
+        return None
+
+    def fresh() -> Transport:
+        copy = StdioTransport(
+            used.argv, cwd=used.cwd, name=used.name, max_message_bytes=used.max_message_bytes,
+            stderr_tail_lines=used._stderr_tail.maxlen or 40,
+            shutdown_timeout=used.shutdown_timeout, write_timeout=used.write_timeout,
+        )  # fmt: skip
+        copy.env = dict(used.env)  # exactly what the first process got
+        copy.identity = used.identity
+        return copy
+
+    return fresh

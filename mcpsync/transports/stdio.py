@@ -448,7 +448,10 @@ class StdioTransport(ChildProcess, PipeReader, LineFramer, Transport):
     # -- internals -------------------------------------------------------------------
 
     def stderr_tail(self) -> str:
-        """The server's last stderr lines (bounded)."""
+        """The server's last stderr lines (bounded), what its stderr holds now read first:
+        a line written before a reply that was just read is in the tail."""
+        if self._err_fd >= 0 and not self._closing.is_set():
+            self._read_stderr()  # non-blocking, under the stderr lock
         return "\n".join(self._stderr_tail)
 
     def stdout_noise(self) -> list[str]:
