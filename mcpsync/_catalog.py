@@ -59,25 +59,40 @@ class Catalog:
             timeout: float | None | Default = DEFAULT,
         ) -> Any: ...
         def _paginate(
-            self, method: str, key: str, model: str, params: dict[str, Any] | None = None
+            self,
+            method: str,
+            key: str,
+            model: str,
+            params: dict[str, Any] | None = None,
+            timeout: float | None | Default = DEFAULT,
         ) -> Future[Any]: ...
         def _wait(self, future: Future[Any]) -> Any: ...
 
     # -- resources ---------------------------------------------------------------------
 
-    def submit_list_resources(self) -> Future[list[Resource]]:
-        return self._paginate("resources/list", "resources", "Resource")
+    def submit_list_resources(
+        self, *, timeout: float | None | Default = DEFAULT
+    ) -> Future[list[Resource]]:
+        return self._paginate("resources/list", "resources", "Resource", timeout=timeout)
 
-    def list_resources(self) -> list[Resource]:
-        """Every resource the server lists (all pages)."""
-        return list(self._wait(self.submit_list_resources()))
+    def list_resources(self, *, timeout: float | None | Default = DEFAULT) -> list[Resource]:
+        """Every resource the server lists (all pages); ``timeout`` (default: the
+        session's) bounds the whole list, all pages together."""
+        return list(self._wait(self.submit_list_resources(timeout=timeout)))
 
-    def submit_list_resource_templates(self) -> Future[list[ResourceTemplate]]:
-        return self._paginate("resources/templates/list", "resourceTemplates", "ResourceTemplate")
+    def submit_list_resource_templates(
+        self, *, timeout: float | None | Default = DEFAULT
+    ) -> Future[list[ResourceTemplate]]:
+        return self._paginate(
+            "resources/templates/list", "resourceTemplates", "ResourceTemplate", timeout=timeout
+        )
 
-    def list_resource_templates(self) -> list[ResourceTemplate]:
-        """Every resource template (all pages)."""
-        return list(self._wait(self.submit_list_resource_templates()))
+    def list_resource_templates(
+        self, *, timeout: float | None | Default = DEFAULT
+    ) -> list[ResourceTemplate]:
+        """Every resource template (all pages); ``timeout`` (default: the
+        session's) bounds the whole list, all pages together."""
+        return list(self._wait(self.submit_list_resource_templates(timeout=timeout)))
 
     def submit_read_resource(
         self, uri: str, *, timeout: float | None | Default = DEFAULT
@@ -119,12 +134,15 @@ class Catalog:
 
     # -- prompts -----------------------------------------------------------------------
 
-    def submit_list_prompts(self) -> Future[list[Prompt]]:
-        return self._paginate("prompts/list", "prompts", "Prompt")
+    def submit_list_prompts(
+        self, *, timeout: float | None | Default = DEFAULT
+    ) -> Future[list[Prompt]]:
+        return self._paginate("prompts/list", "prompts", "Prompt", timeout=timeout)
 
-    def list_prompts(self) -> list[Prompt]:
-        """Every prompt (all pages)."""
-        return list(self._wait(self.submit_list_prompts()))
+    def list_prompts(self, *, timeout: float | None | Default = DEFAULT) -> list[Prompt]:
+        """Every prompt (all pages); ``timeout`` (default: the
+        session's) bounds the whole list, all pages together."""
+        return list(self._wait(self.submit_list_prompts(timeout=timeout)))
 
     def submit_get_prompt(
         self,

@@ -45,7 +45,7 @@ class ForkedEra(Era):
     def submit(self, method: str, params: Any, convert: Convert, opts: CallOptions) -> Future[Any]:
         return self._refuse()  # type: ignore[no-any-return]
 
-    def page(self, method: str, params: Any) -> Future[Any]:
+    def page(self, method: str, params: Any, timeout: Any = None) -> Future[Any]:
         return self._refuse()  # type: ignore[no-any-return]
 
     def wait(self, future: Future[Any]) -> Any:

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 from ._calls import Default
 from .connection import Connection
 from .errors import ConnectError, ServerRestarted, SessionClosed, TLSError, TransportError
-from .protocol import CallOptions, Convert, Derived, Era, settle
+from .protocol import UNSET, CallOptions, Convert, Derived, Era, settle
 from .protocol.modern import ModernFuture
 
 __all__ = ["Gate", "Guard", "Guarded", "READ_METHODS", "is_death"]
@@ -246,8 +246,10 @@ class Guard(Era):
     ) -> Future[Any]:
         return self._future(method, opts, lambda era: era.submit(method, params, convert, opts))
 
-    def page(self, method: str, params: dict[str, Any] | None) -> Future[Any]:
-        return self._future(method, None, lambda era: era.page(method, params))
+    def page(
+        self, method: str, params: dict[str, Any] | None, timeout: float | None | Default = UNSET
+    ) -> Future[Any]:
+        return self._future(method, None, lambda era: era.page(method, params, timeout))
 
     def wait(self, future: Future[Any]) -> Any:
         if isinstance(future, Guarded):

@@ -332,12 +332,20 @@ class Session(BringUp, Catalog, Skills, Restarts, Owned):
         return self._era.call(method, params, convert, opts)
 
     def _paginate(
-        self, method: str, key: str, model: str, params: dict[str, Any] | None = None
+        self,
+        method: str,
+        key: str,
+        model: str,
+        params: dict[str, Any] | None = None,
+        timeout: float | None | Default = DEFAULT,
     ) -> Future[Any]:
-        """A future of every item over all pages of a paginated list."""
+        """A future of every item over all pages of a paginated list; ``timeout`` (default:
+        the session's) bounds the whole list, all pages together."""
         self._require(method)
         validate = getattr(_types(), model).model_validate
-        return _pages.collect_pages(self._era, method, key, validate, model, params)
+        if isinstance(timeout, Default):
+            timeout = self._conn.default_timeout
+        return _pages.collect_pages(self._era, method, key, validate, model, params, timeout)
 
     def _wait(self, future: Future[Any]) -> Any:
         return self._era.wait(future)
@@ -353,8 +361,8 @@ class Session(BringUp, Catalog, Skills, Restarts, Owned):
 
     # -- tools -------------------------------------------------------------------------
 
-    def submit_list_tools(self) -> Future[list[Tool]]:
-        future = self._paginate("tools/list", "tools", "Tool")
+    def submit_list_tools(self, *, timeout: float | None | Default = DEFAULT) -> Future[list[Tool]]:
+        future = self._paginate("tools/list", "tools", "Tool", timeout=timeout)
 
         def remember(f: Future[Any]) -> None:
             if not f.cancelled() and f.exception() is None:
@@ -371,14 +379,17 @@ class Session(BringUp, Catalog, Skills, Restarts, Owned):
         keep = self._tool_filter
         return [t for t in tools if keep is None or keep.allows(t.name)]
 
-    def list_tools(self, *, refresh: bool = False) -> list[Tool]:
-        """Every tool the server offers (all pages). Cached until the server says the list changed."""
+    def list_tools(
+        self, *, refresh: bool = False, timeout: float | None | Default = DEFAULT
+    ) -> list[Tool]:
+        """Every tool the server offers (all pages). Cached until the server says the list
+        changed. ``timeout`` (default: the session's) bounds the whole list, all pages."""
         if refresh:
             self._era.invalidate("tools/list")
         cached = self._era.cached("tools/list")  # legacy: the last list; modern: hint cache
         if cached is not None:
             return self._visible_tools(cached)
-        return list(self._wait(self.submit_list_tools()))
+        return list(self._wait(self.submit_list_tools(timeout=timeout)))
 
     def _tool_call(
         self,

@@ -268,8 +268,11 @@ class Era(ABC):
         """The same call as a future (``cancel()`` tells the server)."""
 
     @abstractmethod
-    def page(self, method: str, params: dict[str, Any] | None) -> Future[Any]:
-        """One page of a paginated list (raw result), as fresh as the era's caches allow."""
+    def page(
+        self, method: str, params: dict[str, Any] | None, timeout: float | None | Default = UNSET
+    ) -> Future[Any]:
+        """One page of a paginated list (raw result), as fresh as the era's caches allow;
+        ``timeout``: this page's (``collect_pages`` gives each what is left of the list's)."""
 
     @abstractmethod
     def wait(self, future: Future[Any]) -> Any:

@@ -16,10 +16,11 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
+from .._calls import Default
 from ..connection import Connection
 from ..errors import HandshakeError, ProtocolError, VersionMismatch
 from ..versions import HANDSHAKE_VERSIONS, LATEST_HANDSHAKE_VERSION
-from . import Agreement, CallOptions, Convert, Derived, Era, ToolIndex
+from . import UNSET, Agreement, CallOptions, Convert, Derived, Era, ToolIndex
 
 __all__ = ["LegacyEra", "initialize", "initialize_params", "accept_initialize"]
 
@@ -134,8 +135,10 @@ class LegacyEra(Era):
         )
         return Derived(raw, convert, self._conn)
 
-    def page(self, method: str, params: dict[str, Any] | None) -> Future[Any]:
-        return self._conn.request(method, params)
+    def page(
+        self, method: str, params: dict[str, Any] | None, timeout: float | None | Default = UNSET
+    ) -> Future[Any]:
+        return self._conn.request(method, params, timeout=timeout)
 
     def wait(self, future: Future[Any]) -> Any:
         return self._conn.wait(future)

@@ -1,21 +1,24 @@
 """Paginated lists over any era: every page of ``tools/list`` & co. as one future.
 
-Owns: ``collect_pages`` (follows ``nextCursor``, validates each item, stops past a
-million items) and the capability contract of client requests (``NEEDS``,
+Owns: ``collect_pages`` (follows ``nextCursor`` under one deadline for the whole list,
+validates each item, stops at a cursor seen before, past ``MAX_PAGES`` pages or a million
+items) and the capability contract of client requests (``NEEDS``,
 ``require``): a request whose server capability was not advertised is refused, before
 anything is sent, in strict mode.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
-from ..errors import CapabilityError, MCPSyncError, ProtocolError
-from . import Era, settle
+from .._calls import Default
+from ..errors import CapabilityError, MCPSyncError, ProtocolError, RequestTimeout
+from . import UNSET, Era, settle
 
-__all__ = ["NEEDS", "collect_pages", "require"]
+__all__ = ["MAX_PAGES", "NEEDS", "collect_pages", "require"]
 
 #: Which server capability each client->server method needs (absent: always allowed).
 NEEDS: dict[str, tuple[str, ...]] = {
@@ -36,6 +39,12 @@ NEEDS: dict[str, tuple[str, ...]] = {
 }
 
 _MAX_ITEMS = 1_000_000
+#: pages one list may take (a server with a million items sends them in pages of 100 or more)
+MAX_PAGES = 10_000
+#: characters of a cursor shown in an error
+_SHOWN = 80
+#: a page that timed out this close to the list's deadline ran into it
+_EARLY = 0.05
 
 
 def require(capabilities: dict[str, Any], method: str, server: str) -> None:
@@ -58,32 +67,78 @@ def collect_pages(
     validate_item: Callable[[Any], Any],
     what: str,
     params: dict[str, Any] | None = None,
+    timeout: float | None | Default = UNSET,
 ) -> Future[Any]:
     """A future of every item over all pages of ``method``'s ``key`` list; ``validate_item``
-    turns one raw item into its typed form (``what`` names it in errors)."""
+    turns one raw item into its typed form (``what`` names it in errors).
+
+    ``timeout`` (None: no limit; ``UNSET``: each page the connection's default) bounds the
+    whole list: each page is sent with what is left of it, and ``RequestTimeout`` names the list when it runs out. A ``nextCursor`` this list
+    was already given, more than ``MAX_PAGES`` pages, or more than a million items end it
+    with a ``ProtocolError`` naming the cursor. Cancelling the future cancels the page in
+    flight (the server is told)."""
     items: list[Any] = []
     result: Future[Any] = Future()
+    deadline = (
+        None if timeout is None or isinstance(timeout, Default) else time.monotonic() + timeout
+    )
+    seen: set[str] = set()
+    pages = [0]  # pages received
+    current: list[Future[Any] | None] = [None]
+
+    def fail_late(cause: BaseException | None = None) -> None:
+        error = RequestTimeout(
+            f"{method}: the list did not arrive whole within timeout={timeout} s "
+            f"({pages[0]} pages, {len(items)} items received)"
+        )
+        error.__cause__ = cause
+        settle(result, error)
 
     def fetch(cursor: str | None) -> None:
-        page_params = dict(params or {})
-        if cursor is not None:
-            page_params["cursor"] = cursor
-        try:
-            page = era.page(method, page_params or None)
-        except MCPSyncError as exc:
-            settle(result, exc)
-            return
-        result._mcpsync_call = getattr(page, "_mcpsync_call", None)  # type: ignore[attr-defined]
-        page.add_done_callback(on_page)
+        while not result.done():  # a loop, not recursion: replies may be there at once
+            page_params = dict(params or {})
+            if cursor is not None:
+                page_params["cursor"] = cursor
+            if deadline is None:
+                left: float | None | Default = timeout
+            else:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    fail_late()
+                    return
+            try:
+                page = era.page(method, page_params or None, left)
+            except MCPSyncError as exc:
+                settle(result, exc)
+                return
+            current[0] = page
+            result._mcpsync_call = getattr(page, "_mcpsync_call", None)  # type: ignore[attr-defined]
+            if not page.done():
+                page.add_done_callback(on_page)
+                return
+            cursor = take(page)
+            if cursor is None:
+                return
 
     def on_page(page: Future[Any]) -> None:
+        cursor = take(page)
+        if cursor is not None:
+            fetch(cursor)
+
+    def take(page: Future[Any]) -> str | None:
+        """Take one page's items; the next cursor, or None when the list is settled."""
         if page.cancelled() or result.done():
-            return
+            return None
         error = page.exception()
         if error is not None:
+            if isinstance(error, RequestTimeout) and deadline is not None:
+                if time.monotonic() >= deadline - _EARLY:
+                    fail_late(error)  # the list's deadline, not one page's
+                    return None
             settle(result, error)
-            return
+            return None
         data = page.result()
+        pages[0] += 1
         try:
             found = data.get(key) if isinstance(data, dict) else None
             if not isinstance(found, list):
@@ -91,18 +146,46 @@ def collect_pages(
             items.extend(validate_item(item) for item in found)
         except ProtocolError as exc:
             settle(result, exc)
-            return
+            return None
         except Exception as exc:  # noqa: BLE001 - a model's validation error, whatever its type
             settle(result, ProtocolError(f"server sent an invalid {what} in {method}: {exc}"))
-            return
+            return None
         cursor = data.get("nextCursor")
-        if cursor:
-            if len(items) > _MAX_ITEMS:
-                settle(result, ProtocolError(f"{method}: more than a million items; stopping"))
-                return
-            fetch(cursor)
-        else:
+        if not cursor:
             settle(result, None, items)
+            return None
+        problem = None
+        if not isinstance(cursor, str):
+            problem = "a nextCursor that is not a string"
+        elif cursor in seen:
+            problem = "a nextCursor it had already sent (the pages would go round for ever)"
+        elif pages[0] >= MAX_PAGES:
+            problem = f"more than {MAX_PAGES} pages"
+        elif len(items) > _MAX_ITEMS:
+            problem = "more than a million items"
+        if problem is not None:
+            settle(
+                result,
+                ProtocolError(
+                    f"{method}: the server sent {problem}; stopping after {pages[0]} pages "
+                    f"and {len(items)} items (nextCursor {_show(cursor)})"
+                ),
+            )
+            return None
+        seen.add(cursor)
+        return cursor  # type: ignore[no-any-return]
 
+    def on_result(_: Future[Any]) -> None:
+        page = current[0]
+        if result.cancelled() and page is not None and not page.done():
+            page.cancel()  # the caller gave up (Ctrl-C, cancel()): so does the page in flight
+
+    result.add_done_callback(on_result)
     fetch(None)
     return result
+
+
+def _show(cursor: Any) -> str:
+    """A cursor for a message: its repr, at most ``_SHOWN`` characters."""
+    text = repr(cursor)
+    return text if len(text) <= _SHOWN else f"{text[: _SHOWN - 5]}...{text[-2:]}"

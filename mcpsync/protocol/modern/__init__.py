@@ -23,6 +23,7 @@ from concurrent.futures import wait as futures_wait
 from typing import Any
 
 from ... import jsonrpc
+from ..._calls import Default
 from ...connection import Connection
 from ...errors import (
     CapabilityError,
@@ -34,7 +35,7 @@ from ...errors import (
 )
 from ...transports.http.headers import header_declarations, param_headers
 from ...versions import MODERN_VERSIONS
-from .. import Agreement, CallOptions, Convert, Era, Interest, settle
+from .. import UNSET, Agreement, CallOptions, Convert, Era, Interest, settle
 from .cache import HINT_CACHE, HintCache
 from .envelope import (
     CACHEABLE_METHODS,
@@ -426,7 +427,9 @@ class ModernEra(Era):
 
     # -- lists: cache hints and x-mcp-header validation ----------------------------------------
 
-    def page(self, method: str, params: dict[str, Any] | None) -> Future[Any]:
+    def page(
+        self, method: str, params: dict[str, Any] | None, timeout: float | None | Default = UNSET
+    ) -> Future[Any]:
         """One page of a list, from the hint cache while fresh, else from the server."""
         cached = self.cache.get(self.server_key, self.credential_key, method, params)
         out: Future[Any] = Future()
@@ -436,7 +439,7 @@ class ModernEra(Era):
             except BaseException as exc:  # noqa: BLE001
                 out.set_exception(exc)
             return out
-        raw = self._send(method, params, CallOptions())
+        raw = self._send(method, params, CallOptions(timeout))
         out._mcpsync_call = getattr(raw, "_mcpsync_call", None)  # type: ignore[attr-defined]
 
         def done(f: Future[Any]) -> None:
