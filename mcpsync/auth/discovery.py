@@ -17,8 +17,10 @@ knows whether it needs it (client_credentials does not).
 Metadata fetches follow redirects on the same origin only (at most 5): a redirect to another
 origin is refused with an ``AuthError`` naming both origins, before anything is sent there,
 so a server cannot point the client's discovery at a third party. No credentials are ever
-sent with these GETs. A document is read up to 1 MiB; anything that is not a JSON object
-(garbage, too deep, too large) counts as no document.
+sent with these GETs. One deadline (``timeout``) bounds each discovery (every candidate URL,
+redirect and body read; a trickled body is cut); a document over 1 MiB or nested deeper than
+64 levels raises ``AuthError``; a reply that is not JSON counts as no document. The wire
+rules are ``mcpsync.transports.http.fetch``'s.
 
 >>> well_known_as_urls("https://auth.example.com/tenant1")[0]
 'https://auth.example.com/.well-known/oauth-authorization-server/tenant1'
@@ -32,8 +34,8 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 
 import requests
 
-from ..errors import AuthError, ProtocolError
-from ..jsonrpc import parse_json
+from ..errors import AuthError
+from ..transports.http.fetch import NOT_JSON, Deadline, fetch, load_json
 from ._util import log, origin, short
 from .www_authenticate import Challenge
 
@@ -51,7 +53,6 @@ __all__ = [
 
 _MAX_REDIRECTS = 5
 _MAX_DOCUMENT = 1024 * 1024
-_REDIRECTS = (301, 302, 303, 307, 308)
 
 
 def _origin_text(url: str) -> str:
@@ -60,58 +61,37 @@ def _origin_text(url: str) -> str:
 
 
 def fetch_metadata(
-    http: requests.Session, url: str, *, timeout: float, what: str
+    http: requests.Session,
+    url: str,
+    *,
+    timeout: float,
+    what: str,
+    deadline: Deadline | None = None,
 ) -> tuple[int, Any]:
     """GET a metadata document: (status, parsed JSON or None). Redirects are followed on the
     same origin only; one to another origin raises ``AuthError`` naming both origins (nothing
-    is sent there). Network failures raise ``AuthError``; a 200 reply that is not JSON (or
-    over 1 MiB, or nested too deeply) gives (200, None)."""
-    current = url
-    for _ in range(_MAX_REDIRECTS + 1):
-        try:
-            reply = http.get(
-                current,
-                timeout=timeout,
-                headers={"Accept": "application/json"},
-                allow_redirects=False,
-                stream=True,
-            )
-        except requests.RequestException as exc:
+    is sent there). ``deadline`` (else ``timeout`` from now) bounds the whole GET, redirects
+    and body read included. Network failures, the deadline, a document over 1 MiB or nested
+    deeper than 64 levels raise ``AuthError``; a 200 reply that is not JSON gives (200, None)."""
+    deadline = deadline or Deadline.checked(timeout)
+
+    def same_origin_only(current: str, target: str) -> None:
+        if origin(target) != origin(current):
             raise AuthError(
-                f"could not fetch {what} from {short(current)}: {type(exc).__name__}"
-            ) from None
-        try:
-            status = reply.status_code
-            location = reply.headers.get("location")
-            if status in _REDIRECTS and location:
-                target = urljoin(current, location)
-                if origin(target) != origin(current):
-                    raise AuthError(
-                        f"{what} at {short(current)} redirects to another origin "
-                        f"({_origin_text(target)}, from {_origin_text(current)}); not followed"
-                    )
-                current = target
-                continue
-            if status != 200:
-                return status, None
-            body = bytearray()
-            try:
-                for piece in reply.iter_content(64 * 1024):
-                    body += piece
-                    if len(body) > _MAX_DOCUMENT:
-                        log.warning("%s at %s is over 1 MiB; ignored", what, short(current))
-                        return 200, None
-            except requests.RequestException as exc:
-                raise AuthError(
-                    f"could not read {what} from {short(current)}: {type(exc).__name__}"
-                ) from None
-            try:
-                return 200, parse_json(bytes(body), what)
-            except ProtocolError:
-                return 200, None
-        finally:
-            reply.close()
-    raise AuthError(f"{what} at {short(url)}: more than {_MAX_REDIRECTS} redirects")
+                f"{what} at {short(current)} redirects to another origin "
+                f"({_origin_text(target)}, from {_origin_text(current)}); not followed"
+            )
+
+    reply = fetch(
+        http, url, deadline=deadline, what=what, error=AuthError, max_bytes=_MAX_DOCUMENT,
+        max_redirects=_MAX_REDIRECTS, check_redirect=same_origin_only,
+    )  # fmt: skip
+    if reply.status == 0:
+        raise AuthError(f"could not fetch {what} from {short(reply.url)}: {reply.problem}")
+    if reply.status != 200:
+        return reply.status, None
+    document = load_json(reply.body, what=what, url=reply.url, error=AuthError, lenient=True)
+    return 200, None if document is NOT_JSON else document
 
 
 @dataclass
@@ -272,8 +252,11 @@ def discover_protected_resource(
     for u in prm_urls(server_url):
         if u not in candidates:
             candidates.append(u)
+    deadline = Deadline.checked(timeout)  # one bound for every candidate
     for url in candidates:
-        status, doc = fetch_metadata(http, url, timeout=timeout, what="protected resource metadata")
+        status, doc = fetch_metadata(
+            http, url, timeout=timeout, what="protected resource metadata", deadline=deadline
+        )
         log.debug("PRM %s -> %s", short(url), status)
         if status != 200 or not isinstance(doc, dict):
             continue
@@ -313,9 +296,10 @@ def discover_authorization_server(
     A document whose ``issuer`` is not identical to ``issuer`` raises AuthError: it must not
     be used (RFC 8414 section 3.3) and is a sign of a mix-up attempt.
     """
+    deadline = Deadline.checked(timeout)  # one bound for every well-known URL
     for url in well_known_as_urls(issuer):
         status, doc = fetch_metadata(
-            http, url, timeout=timeout, what="authorization server metadata"
+            http, url, timeout=timeout, what="authorization server metadata", deadline=deadline
         )
         log.debug("AS metadata %s -> %s", short(url), status)
         if status != 200 or not isinstance(doc, dict):

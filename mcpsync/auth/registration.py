@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 import requests
 
 from ..errors import AuthError, ConfigError
+from ..transports.http.fetch import Deadline, fetch, load_json
 from ._util import is_loopback_url, log, redact, require_secure, short
 from .discovery import AuthServerMetadata
 
@@ -179,26 +180,17 @@ def register_client(
             "pass client_id= (pre-registered credentials) or client_metadata_url="
         )
     require_secure(endpoint, "registration endpoint", allow_insecure)
-    try:
-        r = http.post(
-            endpoint,
-            json=metadata,
-            headers={"Accept": "application/json"},
-            timeout=timeout,
-            allow_redirects=False,
-        )
-    except requests.RequestException as exc:
-        raise AuthError(
-            f"client registration at {short(endpoint)} failed: {type(exc).__name__}"
-        ) from None
-    try:
-        doc = r.json()
-    except ValueError:
-        doc = None
-    finally:
-        r.close()
+    what = f"client registration at {short(endpoint)}"
+    reply = fetch(
+        http, endpoint, deadline=Deadline.checked(timeout), what="the registration reply",
+        error=AuthError, method="POST", json_body=metadata, max_redirects=0, body_for=None,
+    )  # fmt: skip
+    if reply.status == 0:
+        raise AuthError(f"{what} failed: {reply.problem}")
+    doc = load_json(reply.body, what="the registration reply", url=endpoint, error=AuthError,
+                    lenient=True)  # fmt: skip
     if (
-        r.status_code not in (200, 201)
+        reply.status not in (200, 201)
         or not isinstance(doc, dict)
         or not isinstance(doc.get("client_id"), str)
     ):
@@ -207,9 +199,7 @@ def register_client(
             reason = f": {doc.get('error')}"
             if doc.get("error_description"):
                 reason += f" ({str(doc.get('error_description'))[:200]})"
-        raise AuthError(
-            f"client registration at {short(endpoint)} was refused (HTTP {r.status_code}){reason}"
-        )
+        raise AuthError(f"{what} was refused (HTTP {reply.status}){reason}")
     secret = doc.get("client_secret") if isinstance(doc.get("client_secret"), str) else None
     method = doc.get("token_endpoint_auth_method")
     if not isinstance(method, str):

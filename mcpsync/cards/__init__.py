@@ -20,6 +20,7 @@ from .fetch import (
     LEGACY_CARD_PATHS,
     CardCache,
     CardNotFound,
+    CardTimeout,
     server_card,
     server_cards,
 )
@@ -45,6 +46,7 @@ __all__ = [
     "CardEntry",
     "CardError",
     "CardNotFound",
+    "CardTimeout",
     "Endpoint",
     "HeaderInput",
     "Input",

@@ -5,14 +5,15 @@ card, ``<mcp-url>/server-card`` (the reserved default), the domain catalog
 ``/.well-known/mcp/catalog.json`` then ``/.well-known/ai-catalog.json``, then the older
 well-known card paths), ``server_cards`` (every card a domain's catalog lists),
 ``CardNotFound`` and ``CardCache`` (responses kept as ``Cache-Control: max-age`` allows,
-revalidated with ``If-None-Match``). Every GET is bounded in time and size (1 MiB), follows
-at most three redirects and never from https to http, and sends no credential: a card is
-public metadata and advisory only.
+revalidated with ``If-None-Match``), ``CardTimeout``. One deadline (``timeout``) bounds a
+whole call, all places, redirects and body reads; every GET is capped in size (1 MiB, while
+read) and nesting (64 levels), follows at most three redirects and never from https to
+http, and sends no credential: a card is public metadata and advisory only. The wire rules
+are ``mcpsync.transports.http.fetch``'s.
 """
 
 from __future__ import annotations
 
-import json
 import re
 import threading
 import time
@@ -22,6 +23,7 @@ from urllib.parse import urljoin, urlsplit
 
 import requests
 
+from ..transports.http.fetch import Deadline, Fetched, fetch, load_json
 from .model import CARD_MEDIA_TYPE, CardError, ServerCard, parse_card, parse_catalog
 
 __all__ = [
@@ -29,6 +31,7 @@ __all__ = [
     "LEGACY_CARD_PATHS",
     "CardCache",
     "CardNotFound",
+    "CardTimeout",
     "server_card",
     "server_cards",
 ]
@@ -54,6 +57,11 @@ class CardNotFound(CardError, LookupError):
         super().__init__(message + ": tried " + ", ".join(self.tried))
 
 
+class CardTimeout(CardError, TimeoutError):
+    """The whole ``server_card``/``server_cards`` call ran past its ``timeout`` (every place
+    tried, every redirect and body read count against one deadline)."""
+
+
 class CardCache:
     """Card and catalog responses by URL, fresh while ``max-age`` lasts, then revalidated."""
 
@@ -71,7 +79,8 @@ class CardCache:
         expires, etag, document = entry
         return time.monotonic() < expires, etag, document
 
-    def put(self, url: str, response: requests.Response, document: Any) -> None:
+    def put(self, url: str, response: Fetched | requests.Response, document: Any) -> None:
+        """Keep ``document`` as the reply's ``Cache-Control``/``ETag`` headers allow."""
         control = response.headers.get("Cache-Control", "")
         match = _MAX_AGE.search(control)
         age = 0 if "no-store" in control.lower() or not match else min(int(match.group(1)), 86400)
@@ -92,57 +101,34 @@ CARD_CACHE = CardCache()
 
 
 def _get_json(
-    url: str, accept: str, http: requests.Session, timeout: float, cache: CardCache | None
+    url: str, accept: str, http: requests.Session, deadline: Deadline, cache: CardCache | None
 ) -> Any:
-    """The JSON document at ``url``; None when there is none (404/410, not JSON, or
-    an error status); ``CardError`` when it is JSON that cannot be used."""
+    """The JSON document at ``url``; None when there is none (404/410, not JSON, an error
+    status, unreachable); ``CardError`` when it is JSON that cannot be used, too large or
+    too deep, ``CardTimeout`` when ``deadline`` passes (while the body is read too)."""
     fresh, etag, kept = cache.get(url) if cache else (False, None, None)
     if fresh:
         return kept
     headers = {"Accept": accept}
     if etag and kept is not None:
         headers["If-None-Match"] = etag
-    current = url
-    deadline = time.monotonic() + timeout
-    for _ in range(4):
-        left = max(deadline - time.monotonic(), 0.1)
-        try:
-            response = http.get(
-                current, headers=headers, timeout=left, stream=True, allow_redirects=False
-            )
-        except requests.RequestException:
-            return None
-        with response:
-            if response.status_code in (301, 302, 303, 307, 308):
-                target = urljoin(current, response.headers.get("Location", ""))
-                if urlsplit(target).scheme not in ("http", "https") or (
-                    urlsplit(current).scheme == "https" and urlsplit(target).scheme != "https"
-                ):
-                    raise CardError(f"{url}: refusing a redirect to {target!r}")
-                current = target
-                continue
-            if response.status_code == 304 and kept is not None:
-                if cache:
-                    cache.put(url, response, kept)
-                return kept
-            if response.status_code != 200:
-                return None
-            kind = response.headers.get("Content-Type", "").split(";")[0].strip().lower()
-            if kind and "json" not in kind:
-                return None  # e.g. an HTML page at that path: no card here
-            body = b""
-            for chunk in response.iter_content(65536):
-                body += chunk
-                if len(body) > MAX_BYTES:
-                    raise CardError(f"{url}: larger than {MAX_BYTES} bytes; not read")
-            try:
-                document = json.loads(body.decode("utf-8"))
-            except (UnicodeDecodeError, ValueError) as exc:
-                raise CardError(f"{url}: not valid JSON ({exc})") from None
-            if cache:
-                cache.put(url, response, document)
-            return document
-    raise CardError(f"{url}: too many redirects")
+    reply = fetch(
+        http, url, deadline=deadline, what="card document", error=CardError,
+        timeout_error=CardTimeout, headers=headers, max_bytes=MAX_BYTES, max_redirects=3,
+    )  # fmt: skip
+    if reply.status == 304 and kept is not None:
+        if cache:
+            cache.put(url, reply, kept)
+        return kept
+    if reply.status != 200:
+        return None
+    kind = reply.headers.get("Content-Type", "").split(";")[0].strip().lower()
+    if kind and "json" not in kind:
+        return None  # e.g. an HTML page at that path: no card here
+    document = load_json(reply.body, what="card document", url=reply.url, error=CardError)
+    if cache:
+        cache.put(url, reply, document)
+    return document
 
 
 def _origin(url: str) -> str:
@@ -161,13 +147,17 @@ def _http(http_session: requests.Session | None) -> requests.Session:
 
 
 def _catalog_cards(
-    origin: str, http: requests.Session, timeout: float, cache: CardCache | None, tried: list[str]
+    origin: str,
+    http: requests.Session,
+    deadline: Deadline,
+    cache: CardCache | None,
+    tried: list[str],
 ) -> list[ServerCard]:
     for path in CATALOG_PATHS:
         url = origin + path
         tried.append(url)
         document = _get_json(
-            url, "application/ai-catalog+json, application/json", http, timeout, cache
+            url, "application/ai-catalog+json, application/json", http, deadline, cache
         )
         if document is None:
             continue
@@ -180,7 +170,7 @@ def _catalog_cards(
             card_url = urljoin(url, entry.url)
             _origin(card_url)
             found = _get_json(
-                card_url, f"{CARD_MEDIA_TYPE}, application/json", http, timeout, cache
+                card_url, f"{CARD_MEDIA_TYPE}, application/json", http, deadline, cache
             )
             if found is None:
                 raise CardError(
@@ -198,9 +188,13 @@ def server_cards(
     timeout: float = 10.0,
     cache: CardCache | None = CARD_CACHE,
 ) -> list[ServerCard]:
-    """Every Server Card the catalog of ``url``'s domain lists (``CardNotFound`` without one)."""
+    """Every Server Card the catalog of ``url``'s domain lists (``CardNotFound`` without one).
+
+    ``timeout`` bounds the whole call (the catalogs, every entry's card, redirects and body
+    reads): past it, ``CardTimeout``."""
     tried: list[str] = []
-    cards = _catalog_cards(_origin(url), _http(http_session), timeout, cache, tried)
+    deadline = Deadline.checked(timeout)
+    cards = _catalog_cards(_origin(url), _http(http_session), deadline, cache, tried)
     if not cards:
         raise CardNotFound(f"no catalog with Server Cards for {_origin(url)}", tried)
     return cards
@@ -226,7 +220,13 @@ def server_card(
     remote is ``url``, or its only card); the older well-known card paths. A place that
     answers with a malformed card raises ``CardError``; nothing anywhere raises
     ``CardNotFound``. The card is advisory: runtime values win once connected.
+
+    ``timeout`` bounds the whole call, every place tried, every redirect and every body
+    read (a body that trickles in is cut): past it, ``CardTimeout`` (a ``CardError`` and a
+    ``TimeoutError``). A document over 1 MiB or nested deeper than 64 levels is a
+    ``CardError``.
     """
+    deadline = Deadline.checked(timeout)
     origin = _origin(url)
     http = _http(http_session)
     path = urlsplit(url).path.rstrip("/")
@@ -237,10 +237,10 @@ def server_card(
         direct = [url.rstrip("/") + "/server-card"]
     for candidate in direct:
         tried.append(candidate)
-        document = _get_json(candidate, accept, http, timeout, cache)
+        document = _get_json(candidate, accept, http, deadline, cache)
         if document is not None:
             return parse_card(document, candidate)
-    cards = _catalog_cards(origin, http, timeout, cache, tried)
+    cards = _catalog_cards(origin, http, deadline, cache, tried)
     matching = [c for c in cards if _matches(c, url)] if path else []
     if len(matching) == 1 or (len(cards) == 1 and not matching):
         return (matching or cards)[0]
@@ -252,7 +252,7 @@ def server_card(
     for legacy in LEGACY_CARD_PATHS:
         candidate = origin + legacy
         tried.append(candidate)
-        document = _get_json(candidate, accept, http, timeout, cache)
+        document = _get_json(candidate, accept, http, deadline, cache)
         if document is not None:
             return parse_card(document, candidate)
     raise CardNotFound(f"no Server Card for {url}", tried)

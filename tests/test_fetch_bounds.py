@@ -1,0 +1,239 @@
+"""Every document mcpsync fetches on a server's word is bounded: one deadline for the whole
+operation (every place tried, every redirect, every body read: a body trickled in is cut at
+the deadline), a size cap checked while reading, a nesting cap, and the area's typed error.
+
+Against ``servers.hostile_http`` on 127.0.0.1: Server Cards and catalogs (``CardError``,
+``CardTimeout``), protected resource and authorization server metadata, client registration
+(``AuthError``). Each timing test measures the elapsed time against ``timeout + 0.5 s``, and
+against ``timeout - 0.2 s`` from below (it really waited for the deadline).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+import requests
+from servers.hostile_http import HostileHTTP, Route
+
+import mcpsync
+from mcpsync.auth.discovery import (
+    AuthServerMetadata,
+    discover_authorization_server,
+    discover_protected_resource,
+)
+from mcpsync.auth.registration import register_client
+from mcpsync.cards import CardCache, CardError, CardTimeout, server_card, server_cards
+from mcpsync.errors import AuthError, ConfigError
+
+SLACK = 0.5  # the README's promise: an error within the bound + 0.5 s
+CARD = {"name": "com.example/weather", "version": "1.2.0", "description": "Weather."}
+DEEP = b"[" * 200_000  # under the 1 MiB cap, far over any parser's nesting
+
+
+@pytest.fixture
+def site() -> Iterator[HostileHTTP]:
+    with HostileHTTP() as s:
+        yield s
+
+
+def timed(fn: Callable[[], Any], error: type[BaseException]) -> tuple[float, BaseException]:
+    started = time.monotonic()
+    with pytest.raises(error) as info:
+        fn()
+    return time.monotonic() - started, info.value
+
+
+def trickled(document: bytes = json.dumps(CARD).encode()) -> Route:
+    """A valid document sent one byte every 0.5 s (every read returns; none times out)."""
+    return Route(body=document, trickle=1, every=0.5)
+
+
+def card(url: str, timeout: float = 2.0) -> Any:
+    return server_card(url, timeout=timeout, cache=CardCache())
+
+
+# -- Server Cards ---------------------------------------------------------------------------
+
+
+def test_card_trickled_body_is_cut_at_the_deadline(site, no_leaks):
+    site.routes["/mcp/server-card"] = trickled()
+    elapsed, exc = timed(lambda: card(site.url("/mcp"), 2.0), CardTimeout)
+    assert 2.0 - 0.2 <= elapsed <= 2.0 + SLACK, elapsed
+    assert isinstance(exc, CardError) and isinstance(exc, TimeoutError)
+    assert "timeout=2 s" in str(exc) and "/mcp/server-card" in str(exc)
+
+
+def test_card_places_share_one_deadline(site):
+    # all 7 places answer 404, each after 0.9 s: one fresh timeout per place took 6.3 s
+    site.default = Route(404, b"no", head_delay=0.9)
+    elapsed, exc = timed(lambda: card(site.url("/mcp"), 2.0), CardTimeout)
+    assert elapsed <= 2.0 + SLACK, elapsed
+    assert len(site.seen) == 3, site.paths()  # 0.9 + 0.9 + (cut at 2.0)
+
+
+def test_card_slow_redirect_chain_counts_against_the_deadline(site):
+    # 3 redirects (the most allowed), 0.8 s each, then the card
+    site.routes["/mcp/server-card"] = Route(302, headers={"Location": "/hop1"}, head_delay=0.8)
+    for i in (1, 2):
+        site.routes[f"/hop{i}"] = Route(302, headers={"Location": f"/hop{i + 1}"}, head_delay=0.8)
+    site.routes["/hop3"] = Route(body=json.dumps(CARD).encode())
+    elapsed, exc = timed(lambda: card(site.url("/mcp"), 2.0), CardTimeout)
+    assert 2.0 - 0.2 <= elapsed <= 2.0 + SLACK, elapsed
+    assert "/hop" in str(exc)
+    assert card(site.url("/mcp"), 5.0).name == CARD["name"]  # the same chain, given the time
+
+
+def test_card_endless_redirect_chain_is_refused(site):
+    for i in range(50):
+        site.routes[f"/loop{i}.json"] = Route(302, headers={"Location": f"/loop{i + 1}.json"})
+    elapsed, exc = timed(lambda: card(site.url("/loop0.json"), 2.0), CardError)
+    assert "more than 3 redirects" in str(exc)
+    assert elapsed < 1.0 and len(site.seen) == 4, site.paths()
+
+
+@pytest.mark.parametrize(
+    "body",
+    [DEEP, b"[" * 100 + b"]" * 100, b'{"a":' * 70 + b"1" + b"}" * 70],
+    ids=["200k", "100", "70obj"],
+)
+def test_card_deep_json_is_a_card_error(site, body):
+    site.routes["/mcp/server-card"] = Route(body=body)
+    _, exc = timed(lambda: card(site.url("/mcp")), CardError)
+    assert "nested deeper than 64 levels" in str(exc) and "/mcp/server-card" in str(exc)
+    assert not isinstance(exc, RecursionError)
+
+
+@pytest.mark.parametrize("length", [True, False], ids=["declared", "until-close"])
+def test_card_huge_body_is_cut_at_the_cap(site, length):
+    site.routes["/mcp/server-card"] = Route(body=b" " * 65536, repeat=256, length=length)  # 16 MiB
+    elapsed, exc = timed(lambda: card(site.url("/mcp"), 5.0), CardError)
+    assert "larger than 1048576 bytes" in str(exc)
+    assert elapsed < 2.0, elapsed
+
+
+def test_catalog_entries_share_one_deadline(site):
+    entries = [
+        {"identifier": f"e{i}", "type": "application/mcp-server-card+json", "url": f"/card{i}"}
+        for i in range(5)
+    ]
+    site.routes["/.well-known/mcp/catalog.json"] = Route(
+        body=json.dumps({"entries": entries}).encode()
+    )
+    for i in range(5):
+        site.routes[f"/card{i}"] = Route(body=json.dumps(CARD).encode(), head_delay=0.9)
+    elapsed, _ = timed(
+        lambda: server_cards(site.origin, timeout=2.0, cache=CardCache()), CardTimeout
+    )
+    assert 2.0 - 0.2 <= elapsed <= 2.0 + SLACK, elapsed
+    assert len(site.seen) == 4, site.paths()  # the catalog, 2 cards, the third cut
+
+
+@pytest.mark.parametrize("bad", [0, -1, float("nan"), float("inf"), "2", True])
+def test_card_timeout_must_be_seconds(bad):
+    with pytest.raises(ConfigError, match="timeout must be a number of seconds above 0"):
+        server_card("http://127.0.0.1:9/mcp", timeout=bad)
+
+
+def test_top_level_names():
+    assert mcpsync.cards.CardTimeout is CardTimeout
+
+
+# -- OAuth: protected resource metadata, authorization server metadata, registration --------
+
+
+@pytest.fixture
+def http() -> Iterator[requests.Session]:
+    with requests.Session() as s:
+        yield s
+
+
+def test_prm_trickled_is_cut_at_the_deadline(site, http):
+    doc = {"resource": site.url("/mcp"), "authorization_servers": [site.origin]}
+    site.routes["/.well-known/oauth-protected-resource/mcp"] = trickled(json.dumps(doc).encode())
+    elapsed, exc = timed(
+        lambda: discover_protected_resource(http, site.url("/mcp"), None, timeout=2.0), AuthError
+    )
+    assert 2.0 - 0.2 <= elapsed <= 2.0 + SLACK, elapsed
+    assert "protected resource metadata" in str(exc) and "timeout=2 s" in str(exc)
+
+
+def test_as_metadata_candidates_share_one_deadline(site, http):
+    # an issuer with a path has 3 well-known URLs; each answers 404 after 0.9 s
+    site.default = Route(404, b"no", head_delay=0.9)
+    issuer = site.url("/tenant")
+    elapsed, exc = timed(
+        lambda: discover_authorization_server(http, issuer, timeout=2.0), AuthError
+    )
+    assert 2.0 - 0.2 <= elapsed <= 2.0 + SLACK, elapsed
+    assert "authorization server metadata" in str(exc)
+
+
+def test_as_metadata_slow_same_origin_redirects_count(site, http):
+    issuer = site.origin
+    site.routes["/.well-known/oauth-authorization-server"] = Route(
+        302, headers={"Location": "/a"}, head_delay=0.8
+    )
+    site.routes["/a"] = Route(302, headers={"Location": "/b"}, head_delay=0.8)
+    site.routes["/b"] = Route(body=json.dumps({"issuer": issuer}).encode(), head_delay=0.8)
+    elapsed, _ = timed(lambda: discover_authorization_server(http, issuer, timeout=2.0), AuthError)
+    assert 2.0 - 0.2 <= elapsed <= 2.0 + SLACK, elapsed
+
+
+@pytest.mark.parametrize("body", [DEEP, b"[" * 100 + b"]" * 100], ids=["200k", "100"])
+def test_metadata_deep_json_is_an_auth_error(site, http, body):
+    site.routes["/.well-known/oauth-authorization-server"] = Route(body=body)
+    _, exc = timed(lambda: discover_authorization_server(http, site.origin, timeout=2.0), AuthError)
+    assert "nested deeper than 64 levels" in str(exc)
+
+
+def test_metadata_huge_body_is_an_auth_error(site, http):
+    site.routes["/.well-known/oauth-authorization-server"] = Route(
+        body=b" " * 65536, repeat=256, length=False
+    )
+    elapsed, exc = timed(
+        lambda: discover_authorization_server(http, site.origin, timeout=5.0), AuthError
+    )
+    assert "larger than 1048576 bytes" in str(exc) and elapsed < 2.0
+
+
+def _asm(site: HostileHTTP) -> AuthServerMetadata:
+    return AuthServerMetadata(
+        issuer=site.origin,
+        authorization_endpoint=site.url("/authorize"),
+        token_endpoint=site.url("/token"),
+        registration_endpoint=site.url("/register"),
+    )
+
+
+def _register(site: HostileHTTP, http: requests.Session, timeout: float) -> Any:
+    return register_client(
+        http, _asm(site), {"client_name": "t"}, timeout=timeout, allow_insecure=False
+    )
+
+
+def test_registration_reply_trickled_is_cut_at_the_deadline(site, http):
+    site.routes["/register"] = Route(
+        201, body=json.dumps({"client_id": "abc"}).encode(), trickle=1, every=0.5
+    )
+    elapsed, exc = timed(lambda: _register(site, http, 2.0), AuthError)
+    assert 2.0 - 0.2 <= elapsed <= 2.0 + SLACK, elapsed
+    assert "registration" in str(exc) and "timeout=2 s" in str(exc)
+
+
+@pytest.mark.parametrize(
+    "body", [DEEP, b'{"client_id":' * 80 + b'"x"' + b"}" * 80], ids=["200k", "80obj"]
+)
+def test_registration_reply_deep_json_is_an_auth_error(site, http, body):
+    site.routes["/register"] = Route(201, body=body)
+    _, exc = timed(lambda: _register(site, http, 2.0), AuthError)
+    assert "nested deeper than 64 levels" in str(exc)
+
+
+def test_registration_still_works(site, http):
+    site.routes["/register"] = Route(201, body=json.dumps({"client_id": "abc"}).encode())
+    assert _register(site, http, 2.0).client_id == "abc"
+    assert site.seen[-1][1:] == ("POST", "/register")
