@@ -16,6 +16,8 @@ __all__ = [
     "STDERR_TAIL",
     "MCPSyncError",
     "ConfigError",
+    "UnsafePathError",
+    "LockTimeout",
     "TransportError",
     "ServerExited",
     "ServerRestarted",
@@ -52,6 +54,27 @@ class MCPSyncError(Exception):
 
 class ConfigError(MCPSyncError, ValueError):
     """A configuration entry or argument is wrong; the message names where and what."""
+
+
+class UnsafePathError(ConfigError):
+    """A folder or file mcpsync keeps per-user data in is not safe to use: owned by another
+    user, writable by group or others, or a symbolic link; nothing was read or written.
+    ``path`` is the folder or file, ``reason`` what is wrong with it."""
+
+    def __init__(self, message: str, *, path: str = "", reason: str = "") -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(message)
+
+
+class LockTimeout(MCPSyncError, TimeoutError):
+    """A lock shared with other threads and processes (a token store's ``.lock`` file) was
+    not obtained within its bound; ``path`` names the lock file, ``timeout`` the bound."""
+
+    def __init__(self, message: str, *, path: str = "", timeout: float = 0.0) -> None:
+        self.path = path
+        self.timeout = timeout
+        super().__init__(message)
 
 
 class TransportError(MCPSyncError, ConnectionError):

@@ -6,7 +6,10 @@ Owns: :class:`KeyringTokenStore`. Each store key (``token <issuer> <resource> <c
 service ``mcpsync`` (or ``service=``), its value the JSON text. ``keyring`` picks the
 backend (``keyring.set_keyring(...)`` or its configuration file choose another); a
 backend failure is a :class:`~mcpsync.errors.ConfigError` that names the operation and
-the backend, never a value.
+the backend, never a value. :meth:`KeyringTokenStore.locked` holds the store against the
+other threads and processes using the same service (a lock file ``keyring-<service>.lock``
+in the per-user cache folder, made and checked as :mod:`mcpsync._cachedir` says), as
+``OAuth`` does across a refresh.
 
 >>> from mcpsync.auth.keyring_store import KeyringTokenStore    # doctest: +SKIP
 >>> auth = OAuth(client_name="my-app", store=KeyringTokenStore())  # doctest: +SKIP
@@ -14,11 +17,16 @@ the backend, never a value.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
+import os
 import threading
 from typing import Any
 
+from .._cachedir import private_dir, user_cache_dir
 from ..errors import ConfigError
+from .storage import _file_lock
 
 __all__ = ["KeyringTokenStore"]
 
@@ -36,13 +44,38 @@ def _keyring() -> Any:
 class KeyringTokenStore:
     """Token-store entries as passwords of one keyring service (thread-safe)."""
 
-    def __init__(self, service: str = "mcpsync", *, backend: Any = None) -> None:
+    def __init__(
+        self, service: str = "mcpsync", *, backend: Any = None, lock_timeout: float = 30.0
+    ) -> None:
         """``backend``: a ``keyring.backend.KeyringBackend`` instance to use instead of
-        the configured one (tests, or a store of one's choosing)."""
+        the configured one (tests, or a store of one's choosing). ``lock_timeout``: the
+        longest wait for :meth:`locked`."""
+        if not lock_timeout > 0:
+            raise ConfigError(
+                f"KeyringTokenStore lock_timeout must be > 0 seconds, not {lock_timeout!r}"
+            )
         self._keyring = _keyring()
         self.service = service
         self._backend = backend
         self._lock = threading.Lock()
+        self.lock_timeout = float(lock_timeout)
+
+    def locked(self, timeout: float | None = None) -> contextlib.AbstractContextManager[None]:
+        """Hold this service's entries against every other thread and process using them
+        for the ``with`` block (``timeout``: default ``lock_timeout``;
+        :class:`~mcpsync.errors.LockTimeout` naming the lock file)."""
+        folder = user_cache_dir()
+        tag = hashlib.sha256(self.service.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+        lock = _file_lock(os.path.join(folder, f"keyring-{tag}.lock"))
+
+        def prepare() -> None:  # the folder made 0700, or checked, before the lock file
+            private_dir(folder)
+
+        return lock.hold(
+            exclusive=True,
+            timeout=self.lock_timeout if timeout is None else timeout,
+            prepare=prepare,
+        )
 
     def check_available(self) -> None:
         """Raise ConfigError when keyring found no usable backend (a headless Linux box

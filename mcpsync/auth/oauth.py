@@ -16,12 +16,20 @@ original request once per attempt. Step-up requests the union of previous and ch
 scopes, at most ``max_auth_attempts`` (3) authorizations per request, then raises
 :class:`AuthError`. Tokens about to expire are refreshed before a request is sent.
 
+A refresh holds the token store's lock (``locked()``: across threads and processes for a
+:class:`FileTokenStore`) and reads the store again first, so threads, processes and
+workers sharing one store refresh once per expiry: a token another of them stored is used
+(or refreshed with its own refresh token; a rotated one is never sent again), and an
+``invalid_grant`` for a refresh token someone else already used falls back to the token
+they stored.
+
 >>> auth = OAuth(client_name="my-app", store=FileTokenStore("~/.cache/mcpsync/tokens.json"))  # doctest: +SKIP
 >>> requests.post("https://mcp.example.com/mcp", json=msg, auth=auth)                      # doctest: +SKIP
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -29,7 +37,7 @@ from typing import Any
 import requests
 from requests.auth import AuthBase
 
-from ..errors import AuthError, ConfigError, TokenError
+from ..errors import AuthError, ConfigError, InvalidGrant, TokenError
 from ._util import canonical_server_url, log, short
 from .device import DeviceFlow, DeviceUnavailable, device_flow_for
 from .discovery import (
@@ -175,6 +183,8 @@ class OAuth(_Presenting, _Selection, GrantConstructors, AuthBase):
         self.flow_seconds = 0.0
         self._server_url = canonical_server_url(server_url) if server_url else None
         self._token: TokenSet | None = None
+        #: the access token last taken from the store as another user of it left it
+        self._adopted: str | None = None
         self._loaded = False
         self._requested_scopes: list[str] | None = None
         self._asm: dict[str, AuthServerMetadata] = {}
@@ -271,7 +281,7 @@ class OAuth(_Presenting, _Selection, GrantConstructors, AuthBase):
     def logout(self) -> None:
         """Forget the token for this server (in memory and in the store)."""
         with self._lock:
-            self._drop_token()
+            self._drop_token(everywhere=True)
 
     def close(self) -> None:
         """Close the HTTP session this object created (it stays usable)."""
@@ -350,12 +360,71 @@ class OAuth(_Presenting, _Selection, GrantConstructors, AuthBase):
         index = {"issuer": tok.issuer, "resource": tok.resource, "client_id": tok.client_id}
         self._store.set(self._index_key(), index)
 
-    def _drop_token(self) -> None:
+    def _drop_token(self, *, everywhere: bool = False) -> None:
+        """Forget the current token; in the store too when the store still holds that one
+        (or ``everywhere``): a newer token another user of the store obtained stays."""
         tok, self._token = self._token, None
-        if tok is not None:
-            self._store.delete(self._token_key(tok.issuer, tok.resource, tok.client_id))
+        if tok is None:
+            return
+        with self._store_locked():
+            if everywhere or self._stored_instead(tok) is None:
+                self._store.delete(self._token_key(tok.issuer, tok.resource, tok.client_id))
+
+    def _store_locked(self) -> contextlib.AbstractContextManager[None]:
+        """The store held against its other users (threads, processes), when it can be
+        (``locked()``: :class:`FileTokenStore`, :class:`MemoryTokenStore`, the keyring
+        store); a store without it has only this object's lock. The wait is bounded by
+        what the holder's refresh may take (a discovery and a token request)."""
+        locked = getattr(self._store, "locked", None)
+        if locked is None:
+            return contextlib.nullcontext()
+        cm: contextlib.AbstractContextManager[None] = locked(2 * self.timeout + 5.0)
+        return cm
+
+    def _stored_instead(self, tok: TokenSet) -> TokenSet | None:
+        """The store's token for ``tok``'s key when it is another one than ``tok`` (another
+        thread or process refreshed it), else None."""
+        stored = TokenSet.from_store(
+            self._store.get(self._token_key(tok.issuer, tok.resource, tok.client_id))
+        )
+        if stored is None or (
+            stored.access_token == tok.access_token and stored.refresh_token == tok.refresh_token
+        ):
+            return None
+        return stored
+
+    def _adopt(self, tok: TokenSet, why: str) -> None:
+        self._dpop_check(tok)
+        self._token = tok
+        self._adopted = tok.access_token
+        log.info("using the token %s for %s", why, short(self._server_url or ""))
 
     def _refresh(self, tok: TokenSet) -> None:
+        """A new access token for ``tok`` (expiring, or refused by the server): one refresh
+        for every user of the store. Under the store's lock the store is read again: a
+        token another thread or process stored meanwhile is used as it is (when it is not
+        about to expire) or refreshed with *its* refresh token (a rotated one is never sent
+        again); an ``invalid_grant`` answer is checked against the store once more (a
+        process that refreshed without the lock) before it counts as a failure."""
+        with self._store_locked():
+            newer = self._stored_instead(tok)
+            if newer is not None and not newer.expires_within(self.refresh_skew):
+                self._adopt(newer, "another user of the token store obtained")
+                return
+            if newer is not None and newer.refresh_token:
+                tok = newer
+            try:
+                new = self._refresh_grant(tok)
+            except InvalidGrant:
+                again = self._stored_instead(tok)
+                if again is None or again.expires_within(0):
+                    raise
+                self._adopt(again, "stored meanwhile (the refresh token had been used)")
+                return
+            self._set_token(new)
+        log.info("refreshed the access token for %s", short(self._server_url or ""))
+
+    def _refresh_grant(self, tok: TokenSet) -> TokenSet:
         asm = self._asm.get(tok.issuer or "")
         if asm is None and tok.issuer:
             try:
@@ -371,18 +440,15 @@ class OAuth(_Presenting, _Selection, GrantConstructors, AuthBase):
         client = self._known_client(asm)
         if client is None or client.client_id != tok.client_id:
             raise AuthError("cannot refresh: the client that obtained the token is unknown")
-        self._set_token(
-            refresh_access_token(
-                self._http,
-                asm,
-                client,
-                tok,
-                timeout=self.timeout,
-                allow_insecure=self.allow_insecure_http,
-                dpop=self._dpop_for(tok),
-            )
+        return refresh_access_token(
+            self._http,
+            asm,
+            client,
+            tok,
+            timeout=self.timeout,
+            allow_insecure=self.allow_insecure_http,
+            dpop=self._dpop_for(tok),
         )
-        log.info("refreshed the access token for %s", short(self._server_url or ""))
 
     # -- the flow ---------------------------------------------------------------------
     def _obtain_token(
@@ -402,7 +468,9 @@ class OAuth(_Presenting, _Selection, GrantConstructors, AuthBase):
             )
             self._drop_token()
             old = None
-        if allow_refresh and not step_up and old is not None and old.refresh_token:
+        # a token taken from the store that the server refused too may be refreshed once more
+        retry = old is not None and old.access_token == self._adopted
+        if (allow_refresh or retry) and not step_up and old is not None and old.refresh_token:
             try:
                 self._refresh(old)
                 return Obtained.REFRESH

@@ -1,13 +1,17 @@
 """Where tokens and client registrations live between requests and between runs.
 
 Owns: the token-store protocol (duck-typed: ``get(key)``, ``set(key, value)``,
-``delete(key)`` with str keys and JSON-able dict values) and two stores:
+``delete(key)`` with str keys and JSON-able dict values; optionally ``locked(timeout)``, a
+context manager holding the store against every other user of it, which ``OAuth`` holds
+across a refresh so that one refresh serves them all) and two stores:
 
 - :class:`MemoryTokenStore` - the default; forgets everything at exit.
-- :class:`FileTokenStore` - one JSON file, created with mode 0600 in a 0700 directory,
-  rewritten atomically, guarded by a thread lock and (on POSIX) an advisory file lock so
-  several processes can share it. :func:`default_store_path` is the per-user file the
-  command line keeps tokens in (``mcpsync --no-store`` opts out).
+- :class:`FileTokenStore` - one JSON file, created with mode 0600 in a 0700 directory
+  (one owned by another user or writable by others is refused), never opened through a
+  symbolic link, rewritten atomically, guarded by a thread lock per file and (on POSIX)
+  ``flock`` on ``<file>.lock`` so that threads and processes share it; every lock wait
+  is bounded. :func:`default_store_path` is the per-user file the command line keeps
+  tokens in (``mcpsync --no-store`` opts out).
 - ``mcpsync.auth.keyring_store.KeyringTokenStore`` - the system keyring (extra ``keyring``).
 
 and :class:`TokenStoreSpec`: a store described as plain, picklable data (kind and its
@@ -38,13 +42,14 @@ import json
 import os
 import tempfile
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from .._cachedir import user_cache_dir
-from ..errors import ConfigError
+from .._cachedir import open_private, private_dir, user_cache_dir
+from ..errors import ConfigError, LockTimeout, UnsafePathError
 
 try:  # POSIX advisory locks; absent on Windows
     import fcntl
@@ -82,12 +87,27 @@ class TokenStore(Protocol):
     def delete(self, key: str) -> None: ...
 
 
+@contextlib.contextmanager
+def _held(lock: threading.RLock, timeout: float, name: str) -> Iterator[None]:
+    """``lock`` for a ``with`` block, waited for at most ``timeout`` seconds."""
+    if not lock.acquire(timeout=max(timeout, 0.0)):
+        raise LockTimeout(
+            f"the lock of the {name} was not obtained within {timeout:g} s",
+            path=name,
+            timeout=timeout,
+        )
+    try:
+        yield
+    finally:
+        lock.release()
+
+
 class MemoryTokenStore:
     """Keeps entries in this process only (thread-safe)."""
 
     def __init__(self) -> None:
         self._data: dict[str, dict[str, Any]] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
 
     def get(self, key: str) -> dict[str, Any] | None:
         with self._lock:
@@ -106,76 +126,102 @@ class MemoryTokenStore:
         with self._lock:
             return list(self._data)
 
+    def locked(self, timeout: float | None = None) -> contextlib.AbstractContextManager[None]:
+        """Hold the store against other threads for the ``with`` block (``timeout``:
+        seconds to wait, default 30; :class:`~mcpsync.errors.LockTimeout`)."""
+        return _held(self._lock, 30.0 if timeout is None else timeout, "memory token store")
+
     def __repr__(self) -> str:
         return f"MemoryTokenStore({len(self._data)} entries)"
 
 
 class FileTokenStore:
-    """A JSON file readable only by its owner (0600), shared safely between processes.
+    """A JSON file readable only by its owner (0600), shared safely between threads and
+    processes.
+
+    Its folder is made 0700 (whatever the umask) and refused when another user owns it or
+    group/others can write to it; the file and its ``.lock`` are opened without following
+    symbolic links (:mod:`mcpsync._cachedir`): :class:`~mcpsync.errors.UnsafePathError`,
+    nothing read or written. Every operation holds the lock: a thread lock per file in
+    this process, and (POSIX) ``flock`` on ``<file>.lock`` between processes, waited for
+    at most ``lock_timeout`` seconds (:class:`~mcpsync.errors.LockTimeout` naming the
+    lock file). :meth:`locked` holds it across several operations (``OAuth`` holds it
+    across a refresh).
 
     >>> FileTokenStore("/tmp/t.json")   # doctest: +SKIP
     FileTokenStore('/tmp/t.json')
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, lock_timeout: float = 30.0) -> None:
+        if not lock_timeout > 0:
+            raise ConfigError(
+                f"FileTokenStore lock_timeout must be > 0 seconds, not {lock_timeout!r}"
+            )
         self.path = Path(os.path.expanduser(os.fspath(path))).absolute()
-        self._lock = threading.Lock()
+        self.lock_timeout = float(lock_timeout)
+        self._filelock = _file_lock(str(self.path) + ".lock")
 
     # -- protocol ------------------------------------------------------------------
     def get(self, key: str) -> dict[str, Any] | None:
-        with self._locked(shared=True):
+        with self._hold(exclusive=False, timeout=None):
             return self._read().get(key)
 
     def set(self, key: str, value: dict[str, Any]) -> None:
-        with self._locked(shared=False):
+        with self._hold(exclusive=True, timeout=None):
             data = self._read()
             data[key] = value
             self._write(data)
 
     def delete(self, key: str) -> None:
-        with self._locked(shared=False):
+        with self._hold(exclusive=True, timeout=None):
             data = self._read()
             if data.pop(key, None) is not None:
                 self._write(data)
 
     def keys(self) -> list[str]:
-        with self._locked(shared=True):
+        with self._hold(exclusive=False, timeout=None):
             return list(self._read())
+
+    def locked(self, timeout: float | None = None) -> contextlib.AbstractContextManager[None]:
+        """Hold the store (exclusively, against every thread and process using the file)
+        for the ``with`` block; ``get``/``set``/``delete`` of this thread inside it do
+        not wait. ``timeout`` (default ``lock_timeout``) bounds the wait."""
+        return self._hold(exclusive=True, timeout=timeout)
 
     def __repr__(self) -> str:
         return f"FileTokenStore({str(self.path)!r})"
 
     # -- internals -----------------------------------------------------------------
-    def _ensure_dir(self) -> None:
-        d = self.path.parent
-        if not d.exists():
-            d.mkdir(parents=True, mode=0o700, exist_ok=True)
+    def _hold(
+        self, *, exclusive: bool, timeout: float | None
+    ) -> contextlib.AbstractContextManager[None]:
+        return self._filelock.hold(
+            exclusive=exclusive,
+            timeout=self.lock_timeout if timeout is None else timeout,
+            prepare=self._prepare,
+        )
 
-    @contextlib.contextmanager
-    def _locked(self, *, shared: bool) -> Iterator[None]:
-        with self._lock:
-            if fcntl is None:
-                yield
-                return
-            try:
-                self._ensure_dir()
-                fd = os.open(str(self.path) + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
-            except OSError as exc:
-                raise ConfigError(f"token store {self.path}: cannot lock: {exc.strerror}") from None
-            try:
-                fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
-                yield
-            finally:
-                with contextlib.suppress(OSError):
-                    fcntl.flock(fd, fcntl.LOCK_UN)
-                os.close(fd)
+    def _prepare(self) -> None:
+        """The folder, made 0700 or checked, before the lock file in it is opened."""
+        try:
+            private_dir(str(self.path.parent))
+        except UnsafePathError as exc:
+            raise UnsafePathError(
+                f"token store {self.path}: {exc}", path=exc.path, reason=exc.reason
+            ) from None
 
     def _read(self) -> dict[str, Any]:
         try:
-            with open(self.path, encoding="utf-8") as f:
-                data = json.load(f)
+            fd = open_private(str(self.path), os.O_RDONLY)
         except FileNotFoundError:
             return {}
+        except UnsafePathError as exc:
+            raise UnsafePathError(
+                f"token store {self.path}: {exc}", path=exc.path, reason=exc.reason
+            ) from None
+        try:
+            with os.fdopen(fd, encoding="utf-8") as f:
+                data = json.load(f)
         except (OSError, ValueError) as exc:
             # never echo file content (it holds secrets)
             raise ConfigError(
@@ -184,20 +230,121 @@ class FileTokenStore:
         return data if isinstance(data, dict) else {}
 
     def _write(self, data: dict[str, Any]) -> None:
-        self._ensure_dir()
+        # mkstemp: O_EXCL (a link in its place is never followed), mode 0600; os.replace
+        # puts the new file where the old name was (a link there is replaced, not followed)
         fd, tmp = tempfile.mkstemp(prefix=".tokens-", dir=str(self.path.parent))
         try:
-            os.chmod(tmp, 0o600)
+            os.fchmod(fd, 0o600)
             with os.fdopen(fd, "w", encoding="utf-8") as f:
                 json.dump(data, f, indent=1, sort_keys=True)
                 f.flush()
                 os.fsync(f.fileno())
             os.replace(tmp, self.path)
-            os.chmod(self.path, 0o600)
         except OSError as exc:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
             raise ConfigError(f"token store {self.path}: cannot write: {exc.strerror}") from None
+
+
+class _FileLock:
+    """The lock of one lock file in this process: a thread lock (re-entered by the thread
+    holding it) in front of ``flock`` on the file (between processes; per open file
+    description, hence the thread lock). Both waits are bounded; the ``flock`` one polls
+    (no event crosses processes), backing off from 0.5 ms to 20 ms."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._cond = threading.Condition(threading.Lock())
+        self._owner: int | None = None
+        self._depth = 0
+        self._exclusive = False
+
+    def _timeout(self, timeout: float, held_by: str) -> LockTimeout:
+        return LockTimeout(
+            f"the lock {self.path} was not obtained within {timeout:g} s (held by {held_by})",
+            path=self.path,
+            timeout=timeout,
+        )
+
+    @contextlib.contextmanager
+    def hold(
+        self, *, exclusive: bool, timeout: float, prepare: Callable[[], None]
+    ) -> Iterator[None]:
+        me = threading.get_ident()
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            if self._owner == me:  # re-entered (a get inside locked())
+                if exclusive and not self._exclusive:
+                    raise RuntimeError(f"{self.path}: exclusive use inside a shared hold")
+                self._depth += 1
+                outer = False
+            else:
+                while self._owner is not None:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        raise self._timeout(timeout, "another thread of this process")
+                    self._cond.wait(left)
+                self._owner, self._depth, self._exclusive = me, 1, exclusive
+                outer = True
+        fd = -1
+        try:
+            if outer:
+                prepare()
+                fd = self._flock(exclusive, deadline, timeout)
+            yield
+        finally:
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+                os.close(fd)
+            with self._cond:
+                self._depth -= 1
+                if self._depth == 0:
+                    self._owner = None
+                    self._cond.notify()
+
+    def _flock(self, exclusive: bool, deadline: float, timeout: float) -> int:
+        if fcntl is None:  # pragma: no cover - Windows: the thread lock only
+            return -1
+        try:
+            fd = open_private(self.path, os.O_RDWR | os.O_CREAT)
+        except UnsafePathError as exc:
+            raise UnsafePathError(
+                f"lock file {self.path}: {exc}", path=exc.path, reason=exc.reason
+            ) from None
+        except OSError as exc:
+            raise ConfigError(f"lock file {self.path}: cannot open: {exc.strerror}") from None
+        mode = (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB
+        pause = 0.0005
+        try:
+            while True:
+                try:
+                    fcntl.flock(fd, mode)
+                    return fd
+                except BlockingIOError:
+                    pass
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise self._timeout(timeout, "another process")
+                time.sleep(min(pause, left))
+                pause = min(pause * 2, 0.02)
+        except BaseException:
+            os.close(fd)
+            raise
+
+
+_locks: dict[str, _FileLock] = {}
+_locks_guard = threading.Lock()
+
+
+def _file_lock(path: str) -> _FileLock:
+    """The one :class:`_FileLock` of this process for the lock file ``path``."""
+    key = os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path))
+    with _locks_guard:
+        lock = _locks.get(key)
+        if lock is None:
+            lock = _locks[key] = _FileLock(key)
+        return lock
 
 
 @dataclass(frozen=True)
