@@ -12,7 +12,7 @@ import http.client
 import socket
 import ssl
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any, NamedTuple
 from urllib.parse import urljoin, urlsplit, urlunsplit
@@ -322,10 +322,13 @@ class HTTPClient:
         headers: Mapping[str, str],
         body: bytes | None = None,
         read_timeout: float | None = None,
+        on_conn: Callable[[Callable[[], None]], None] | None = None,
     ) -> tuple[Any, Target]:
-        """Send one request; return (open response, final target after redirects)."""
+        """Send one request; return (open response, final target after redirects).
+        ``on_conn(cut)``: on the fast path, given each connection's ``abort`` once it is
+        connected and before the request is written (another thread may then cut it)."""
         for _ in range(4):
-            response = self._send(method, target, headers, body, read_timeout)
+            response = self._send(method, target, headers, body, read_timeout, on_conn)
             if response.status not in (307, 308):
                 return response, target
             location = response.headers.get("location")
@@ -353,6 +356,7 @@ class HTTPClient:
         headers: Mapping[str, str],
         body: bytes | None,
         read_timeout: float | None,
+        on_conn: Callable[[Callable[[], None]], None] | None = None,
     ) -> Any:
         pool = self._pool
         try:
@@ -362,16 +366,18 @@ class HTTPClient:
                 if self._request_auth is None:
                     try:
                         response = pool.urlopen(
-                            method, target.path, headers, body, read_timeout, None, cookie
-                        )
+                            method, target.path, headers, body, read_timeout, None, cookie,
+                            on_conn,
+                        )  # fmt: skip
                     except _Undelivered:  # never reached the server: once more, a new connection
                         response = pool.urlopen(
-                            method, target.path, headers, body, read_timeout, None, cookie
-                        )
+                            method, target.path, headers, body, read_timeout, None, cookie,
+                            on_conn,
+                        )  # fmt: skip
                 else:
                     response = self._send_with_auth(
                         self._request_auth, pool, method, target, headers, body, read_timeout,
-                        cookie,
+                        cookie, on_conn,
                     )  # fmt: skip
                 if response.headers.get("set-cookie") is not None:
                     # Cookies (e.g. load-balancer stickiness): kept, sent from now on
@@ -424,6 +430,7 @@ class HTTPClient:
         body: bytes | None,
         read_timeout: float | None,
         cookie: Mapping[str, str] | None = None,
+        on_conn: Callable[[Callable[[], None]], None] | None = None,
     ) -> Any:
         """The fast path with a RequestAuth: its headers on each send, its answer to a
         401/403 or ``DPoP-Nonce`` reply, at most ``auth.max_resends`` re-sends. ``cookie``:
@@ -445,7 +452,7 @@ class HTTPClient:
                         extra = {**extra, **cookie} if extra else cookie
                 try:
                     response = pool.urlopen(
-                        method, target.path, base, body, read_timeout, sent, extra
+                        method, target.path, base, body, read_timeout, sent, extra, on_conn
                     )
                 except _Undelivered:
                     if undelivered:

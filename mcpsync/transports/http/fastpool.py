@@ -233,11 +233,14 @@ class _FastPool:
         read_timeout: float | None,
         on_sent: Callable[[], None] | None = None,
         extra: Mapping[str, str] | None = None,
+        on_conn: Callable[[Callable[[], None]], None] | None = None,
     ) -> _FastReply:
         """One request on a pooled connection; ``on_sent`` runs once it is written, before
         its reply is read. ``extra``: headers of this request only (credentials: never
-        cached), after ``headers``. Raises ``_Undelivered`` when the request provably never
-        reached the server (see there): the caller may send it once more."""
+        cached), after ``headers``. ``on_conn(cut)`` gets the connection's ``abort`` once it
+        is connected, before the request is written. Raises ``_Undelivered`` when the
+        request provably never reached the server (see there): the caller may send it once
+        more."""
         conn = self.get()
         reused = conn.sock is not None  # an idle keep-alive connection (checked by get())
         try:
@@ -250,6 +253,8 @@ class _FastPool:
                 _keep_alive(conn.sock)
             if conn.applied != read_timeout:
                 conn.apply_timeout(read_timeout)
+            if on_conn is not None:
+                on_conn(conn.abort)  # from now on another thread may cut this request
             try:
                 self._send(conn, method, path, headers, body, extra)
             except BlockingIOError as exc:  # SO_SNDTIMEO: the server does not read
