@@ -7,8 +7,9 @@ marks and defaults, an error line per field, Submit / Decline / Cancel; ``result
 server's request until the person submits, declines or cancels, or ``timeout`` passes,
 which cancels). A URL request shows its message, link and domain and opens nothing: the
 person clicks the link (``https:`` / loopback only) and then "Done". Nothing is accepted
-until Submit passes every check. ``ipywidgets`` is imported on first use (the
-``notebook`` extra).
+until Submit passes every check. ``ipywidgets`` (the ``notebook`` extra, also in
+``notebooks``) is checked when the handler is made, so a missing one is a ``ConfigError`` in
+the caller's cell, not an error on the handler thread that leaves the person no form.
 
 The handler runs on a Session handler thread and waits there; the notebook must be free
 to deliver the clicks, so call a tool that elicits with ``submit_call_tool`` (the cell
@@ -38,11 +39,12 @@ __all__ = ["ElicitationForm", "NotebookElicitation"]
 def _widgets() -> Any:
     try:
         import ipywidgets
-    except ImportError as exc:  # pragma: no cover - the notebook extra
+    except ImportError as exc:
         from ..errors import ConfigError
 
         raise ConfigError(
             "the notebook elicitation form needs ipywidgets: pip install 'mcpsync[notebook]'"
+            f" (or 'mcpsync[notebooks]'); importing it failed: {exc}"
         ) from exc
     return ipywidgets
 
@@ -197,6 +199,7 @@ class NotebookElicitation:
     ``timeout``: seconds to wait for the person (then the request is cancelled);
     ``display``: how to show the widget (default ``IPython.display.display``);
     ``on_form``: called with each ``ElicitationForm`` as it is shown (tests, logging).
+    Raises ``ConfigError`` (naming the extra) when ipywidgets cannot be imported.
     """
 
     def __init__(
@@ -207,6 +210,7 @@ class NotebookElicitation:
         on_form: Callable[[ElicitationForm], Any] | None = None,
         server: str = "",
     ) -> None:
+        _widgets()  # here, in the caller's thread: later it would fail on a handler thread
         self.timeout = timeout
         self._display = display
         self._on_form = on_form
