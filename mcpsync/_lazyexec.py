@@ -55,7 +55,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any
 
-from ._cachedir import user_cache_dir
+from ._cachedir import check_private_dir, private_dir, user_cache_dir
 
 __all__ = ["load", "LazyModule", "Plan", "make_plan"]
 
@@ -342,6 +342,7 @@ def _cached_plan(name: str, origin: str) -> Plan | None:
     path = _cache_path(name, origin)
     if path is not None:
         try:
+            check_private_dir(os.path.dirname(os.path.dirname(path)))  # else: ValueError
             with open(path, "rb") as f:
                 kept = marshal.loads(f.read())
             if kept[0] == stamp:
@@ -366,9 +367,10 @@ def _write(path: str, value: Any) -> None:
 
     folder = os.path.dirname(path)
     try:
+        private_dir(os.path.dirname(folder))  # 0700, or refused (a ValueError)
         os.makedirs(folder, exist_ok=True)
         handle, temporary = tempfile.mkstemp(dir=folder, prefix=".lazyplan-")
-    except OSError:
+    except (OSError, ValueError):
         return
     try:
         with os.fdopen(handle, "wb") as f:
