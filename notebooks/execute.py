@@ -2,13 +2,15 @@
 
 Owns: running ``notebooks/*.ipynb`` the way CI does: outputs cleared first, a fresh kernel
 that runs *this* Python (``sys.executable``, i.e. the venv with mcpsync installed, whatever
-kernelspecs the machine has), the notebook folder as working directory, a per-cell
+kernelspecs the machine has) or the one given with ``--python`` (e.g. a fresh venv made with
+``pip install "mcpsync[notebooks]"``), the notebook folder as working directory, a per-cell
 timeout, and no error allowed. ``tests/test_notebooks.py`` imports :func:`execute` from here.
 
 Usage (from anywhere)::
 
     .venv/bin/python notebooks/execute.py                 # all notebooks, rewritten in place
     .venv/bin/python notebooks/execute.py 01-quickstart-stdio.ipynb --check   # run, do not write
+    .venv/bin/python notebooks/execute.py --check --python /tmp/nbvenv/bin/python  # another venv
 """
 
 from __future__ import annotations
@@ -41,16 +43,18 @@ def notebooks() -> list[Path]:
     return sorted(NOTEBOOKS_DIR.glob("[0-9][0-9]-*.ipynb"))
 
 
-def kernel_manager(spec_dir: Path, *, asynchronous: bool = True) -> Any:
-    """A kernel manager whose kernelspec (written into ``spec_dir``) runs ``sys.executable``."""
+def kernel_manager(spec_dir: Path, *, asynchronous: bool = True, python: str | None = None) -> Any:
+    """A kernel manager whose kernelspec (written into ``spec_dir``) runs ``python``
+    (default ``sys.executable``), which must have ``ipykernel``."""
     from jupyter_client import AsyncKernelManager, KernelManager
     from jupyter_client.kernelspec import KernelSpecManager
 
+    python = python or sys.executable
     kdir = spec_dir / KERNEL_NAME
     kdir.mkdir(parents=True, exist_ok=True)
     spec = {
-        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": f"Python ({sys.executable})",
+        "argv": [python, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": f"Python ({python})",
         "language": "python",
     }
     (kdir / "kernel.json").write_text(json.dumps(spec), encoding="utf-8")
@@ -75,6 +79,7 @@ def execute(
     startup_timeout: float = 60.0,
     after_cell: Callable[[int | None, int], None] | None = None,
     env: dict[str, str] | None = None,
+    python: str | None = None,
 ) -> Any:
     """Execute the notebook at ``path`` from a clean kernel; return the executed notebook.
 
@@ -82,7 +87,8 @@ def execute(
     ``CellTimeoutError`` when a cell runs longer than ``timeout`` seconds. The kernel is
     shut down in every case. ``after_cell(kernel_pid, cell_index)`` runs after each code
     cell (tests use it to see which processes the notebook left running); ``env`` is the
-    kernel's environment (default: this process's).
+    kernel's environment (default: this process's); ``python`` the kernel's interpreter
+    (default: this one).
     """
     import nbformat
 
@@ -94,6 +100,7 @@ def execute(
         startup_timeout=startup_timeout,
         after_cell=after_cell,
         env=env,
+        python=python,
     )
     return nb
 
@@ -106,6 +113,7 @@ def run_notebook(
     startup_timeout: float = 60.0,
     after_cell: Callable[[int | None, int], None] | None = None,
     env: dict[str, str] | None = None,
+    python: str | None = None,
 ) -> None:
     """:func:`execute` for a notebook object, run in place in ``cwd`` (its outputs are
     there even when a cell raised)."""
@@ -113,7 +121,7 @@ def run_notebook(
 
     clear_outputs(nb)
     with tempfile.TemporaryDirectory(prefix="mcpsync-kernelspec-") as spec_dir:
-        km = kernel_manager(Path(spec_dir))
+        km = kernel_manager(Path(spec_dir), python=python)
 
         def hook(cell: Any, cell_index: int, execute_reply: Any) -> None:
             if after_cell is not None:
@@ -153,6 +161,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("notebooks", nargs="*", help="notebook files (default: all in this folder)")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per cell")
     parser.add_argument("--check", action="store_true", help="run only; do not rewrite the files")
+    parser.add_argument(
+        "--python", help="the kernel's interpreter (default: this one); it needs ipykernel"
+    )
     args = parser.parse_args(argv)
 
     import nbformat
@@ -162,8 +173,8 @@ def main(argv: list[str] | None = None) -> int:
     for path in paths:
         started = time.perf_counter()
         try:
-            nb = execute(path, timeout=args.timeout)
-        except Exception as exc:  # report and go on with the next notebook
+            nb = execute(path, timeout=args.timeout, python=args.python)
+        except Exception as exc:  # noqa: BLE001 - report it and go on with the next notebook
             failed += 1
             print(f"FAIL {path.name}: {type(exc).__name__}: {str(exc)[-2000:]}", file=sys.stderr)
             continue

@@ -13,10 +13,17 @@ Every notebook must also run after the README's first command alone (``bash scri
 that makes every installed package outside that set (and ``tests/``) unimportable, and a
 ``PATH`` without the npm peers. A notebook with a cell injected to fail right after it
 started its servers must leave no process and no listening port behind.
+
+A notebook that needs more than mcpsync and a kernel (``NEEDS``) says so in its first code
+cell: run in a kernel where such a module is hidden (a test-only ``sitecustomize`` on
+``PYTHONPATH``), that cell stops with one line naming the module and ``mcpsync[notebooks]``,
+an extra that brings every need. The ``slow`` test installs ``<wheel>[notebooks]`` into a
+fresh venv outside the checkout and runs every notebook, unchanged, in that venv's kernel.
 """
 
 from __future__ import annotations
 
+import configparser
 import importlib.metadata
 import importlib.util
 import json
@@ -242,8 +249,8 @@ def _closure(roots: list[str]) -> set[str]:
     return seen
 
 
-#: notebook -> distributions it needs beyond the first command; allowed only when the
-#: notebook itself says how to get them (``pip install <name>`` in one of its cells)
+#: notebook -> distributions it needs beyond the first command (each also its import name);
+#: allowed only when the notebook's first code cell checks for them and names the extra
 NEEDS: dict[str, list[str]] = {
     "05-tool-use-loop.ipynb": ["openai"],
     "06-apps.ipynb": ["anywidget"],
@@ -303,9 +310,11 @@ def _prepared(name: str, inject: dict[int, str] | None = None) -> Any:
 
     nb = nbformat.read(NOTEBOOKS / name, as_version=4)
     needs = NEEDS.get(name, [])
-    text = "\n".join(cell.source for cell in nb.cells)
-    for dist in needs:
-        assert f"pip install {dist}" in text, f"{name} needs {dist}: say how to install it"
+    if needs:
+        first = _first_code_cell(name).source
+        assert 'pip install "mcpsync[notebooks]"' in first, f"{name}: its first cell names no extra"
+        for dist in needs:
+            assert repr(dist).replace("'", '"') in first, f"{name} needs {dist}: check for it"
     blocked = _blocked_modules(needs)
     cells = [
         nbformat.v4.new_code_cell(
@@ -534,3 +543,175 @@ def test_interrupting_the_kernel_cancels_the_call_and_keeps_the_session(tmp_path
         kernel.close()
         leftovers = _reap(seen)
     assert leftovers == {}
+
+
+# --------------------------------------------------------------------------- the extra
+
+
+def _first_code_cell(name: str) -> Any:
+    import nbformat
+
+    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
+    return next(cell for cell in nb.cells if cell.cell_type == "code")
+
+
+#: test-only: a ``sitecustomize`` that makes ``import <module>`` fail as if it were not installed
+HIDE = """
+import importlib.abc, sys
+
+HIDDEN = frozenset({modules!r})
+
+
+class _NotInstalled(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in HIDDEN:
+            raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
+        return None
+
+
+sys.meta_path.insert(0, _NotInstalled())
+"""
+
+
+def _hiding_env(tmp_path: Path, *modules: str) -> dict[str, str]:
+    """This process's environment plus a ``PYTHONPATH`` whose ``sitecustomize`` hides ``modules``."""
+    site = tmp_path / "hide"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(HIDE.format(modules=sorted(modules)), encoding="utf-8")
+    assert not importlib.util.find_spec("sitecustomize"), "ours would shadow the venv's"
+    return {**_first_command_env(), "PYTHONPATH": str(site)}
+
+
+def test_the_notebooks_extra_brings_every_need():
+    cfg = configparser.ConfigParser()
+    cfg.read(REPO / "setup.cfg")
+    lines = cfg["options.extras_require"]["notebooks"].splitlines()
+    names = {_norm(re.match(r"\s*([A-Za-z0-9._-]+)", x).group(1)) for x in lines if x.strip()}  # type: ignore[union-attr]
+    wanted = {"ipykernel", *(_norm(d) for needs in NEEDS.values() for d in needs)}
+    assert wanted <= names, f"missing from the notebooks extra: {wanted - names}"
+    assert "==" not in cfg["options.extras_require"]["notebooks"], (
+        "a user extra pins no exact version"
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "module"), sorted((name, m) for name, needs in NEEDS.items() for m in needs)
+)
+def test_the_first_cell_stops_with_one_line_naming_the_extra(name: str, module: str, tmp_path):
+    import nbformat
+    from nbclient.exceptions import CellExecutionError
+
+    nb = nbformat.v4.new_notebook(cells=[_first_code_cell(name)])
+    with pytest.raises(CellExecutionError):
+        execute.run_notebook(nb, NOTEBOOKS, timeout=CELL_TIMEOUT, env=_hiding_env(tmp_path, module))
+    outputs = nb.cells[0].outputs
+    assert [o.output_type for o in outputs] == ["error"], outputs  # no stderr, no warning
+    (error,) = outputs
+    line = f'MissingExtra: this notebook needs {module}: pip install "mcpsync[notebooks]"'
+    assert error.traceback == [line], error.traceback  # one line, no traceback
+    assert error.ename == "MissingExtra" and module in error.evalue
+
+
+def test_the_first_cell_is_silent_when_everything_is_there():
+    import nbformat
+
+    nb = nbformat.v4.new_notebook(cells=[_first_code_cell(name) for name in sorted(NEEDS)])
+    execute.run_notebook(nb, NOTEBOOKS, timeout=CELL_TIMEOUT, env=_first_command_env())
+    assert [cell.outputs for cell in nb.cells] == [[]] * len(NEEDS)
+
+
+ELICITATION_WITHOUT_IPYWIDGETS = """
+import time
+from mcpsync.elicitation import NotebookElicitation
+from mcpsync.errors import ConfigError
+
+started = time.perf_counter()
+try:
+    NotebookElicitation(timeout=60)
+except ConfigError as exc:
+    print(f"ConfigError after {time.perf_counter() - started:.2f} s: {exc}")
+else:
+    print("made a handler that cannot show a form")
+"""
+
+
+def test_notebook_elicitation_without_ipywidgets_is_a_config_error_at_once(tmp_path: Path):
+    """Made in the caller's thread, so the cell fails there (before, the handler failed on a
+    session thread when the server asked, and 09's cell waited 30 s for a form: queue.Empty)."""
+    import subprocess
+
+    proc = subprocess.run(
+        [sys.executable, "-c", ELICITATION_WITHOUT_IPYWIDGETS],
+        env=_hiding_env(tmp_path, "ipywidgets"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    assert proc.stdout.startswith("ConfigError after 0.0"), proc.stdout
+    assert "needs ipywidgets: pip install 'mcpsync[notebook]'" in proc.stdout, proc.stdout
+    assert "No module named 'ipywidgets'" in proc.stdout, proc.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_every_notebook_runs_in_a_fresh_venv_with_the_extra(tmp_path: Path):
+    """``pip install "<wheel>[notebooks]"`` in a new venv, then every shipped notebook,
+    unchanged, with nbclient in that venv's kernel, from a copy outside the checkout."""
+    import shutil
+
+    from notebook_support import fresh_venv
+
+    venv = fresh_venv.make(tmp_path)
+    assert venv.processes() == {}
+    where = subprocess_out(
+        [str(venv.python), "-c", "import mcpsync, ipykernel; print(mcpsync.__file__)"],
+        env=venv.env(),
+        cwd=tmp_path,
+    )
+    assert where.startswith(str(tmp_path / "venv")), where  # the wheel, not the checkout
+
+    copies = tmp_path / "notebooks"
+    copies.mkdir()
+    for path in execute.notebooks():
+        shutil.copy2(path, copies / path.name)
+    failures, times = {}, {}
+    for path in sorted(copies.glob("*.ipynb")):
+        seen: dict[int, str] = {}
+        started = time.perf_counter()
+        try:
+            nb = execute.execute(
+                path,
+                timeout=CELL_TIMEOUT,
+                python=str(venv.python),
+                env=venv.env(),
+                after_cell=lambda pid, i, seen=seen: seen.update(_live_descendants(pid)),
+            )
+            problems = execute.problems(nb)
+            if not problems:
+                EXPECTED[path.name](nb)
+        except Exception as exc:  # noqa: BLE001 - go on and report every notebook
+            problems = [f"{type(exc).__name__}: {str(exc)[-1500:]}"]
+        times[path.name] = time.perf_counter() - started
+        left = {**_reap(seen), **_reap(venv.processes())}
+        if left:
+            problems.append(f"left running: {left}")
+        if problems:
+            failures[path.name] = problems
+    total = sum(times.values())
+    print(
+        *(f"{step}: {seconds:.1f} s" for step, seconds in venv.timings.items()),
+        *(f"{name}: {seconds:.1f} s" for name, seconds in times.items()),
+        f"all notebooks: {total:.1f} s",
+        sep="\n",
+    )
+    assert failures == {}
+    assert venv.processes() == {}
+
+
+def subprocess_out(argv: list[str], **kwargs: Any) -> str:
+    import subprocess
+
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=60, **kwargs)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip()
