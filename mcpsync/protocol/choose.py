@@ -492,9 +492,11 @@ def _restart_as_legacy(
 
     Only when the server's last words name the probe (``server/discover``), as a server
     that cannot parse the method says when it dies of it: a server that exits on its own
-    (a missing API key, a bad argument) is not started a second time."""
+    (a missing API key, a bad argument) is not started a second time. A server without
+    an identity (a transport handed over without one) is started again all the same; it
+    is not remembered."""
     tail = exc.stderr_tail if isinstance(exc, ServerExited) else ""
-    if restartable and server_key is not None and "server/discover" in tail:
+    if restartable and "server/discover" in tail:
         verdicts.remember(
             server_key, "legacy", "it stopped after the server/discover probe", durable=True
         )
