@@ -621,21 +621,19 @@ def test_the_first_cell_is_silent_when_everything_is_there():
 
 
 ELICITATION_WITHOUT_IPYWIDGETS = """
-import time
 from mcpsync.elicitation import NotebookElicitation
 from mcpsync.errors import ConfigError
 
-started = time.perf_counter()
 try:
     NotebookElicitation(timeout=60)
 except ConfigError as exc:
-    print(f"ConfigError after {time.perf_counter() - started:.2f} s: {exc}")
+    print(f"ConfigError at construction: {exc}")
 else:
     print("made a handler that cannot show a form")
 """
 
 
-def test_notebook_elicitation_without_ipywidgets_is_a_config_error_at_once(tmp_path: Path):
+def test_notebook_elicitation_without_ipywidgets_is_a_config_error_when_made(tmp_path: Path):
     """Made in the caller's thread, so the cell fails there (before, the handler failed on a
     session thread when the server asked, and 09's cell waited 30 s for a form: queue.Empty)."""
     import subprocess
@@ -648,9 +646,43 @@ def test_notebook_elicitation_without_ipywidgets_is_a_config_error_at_once(tmp_p
         timeout=60,
     )
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
-    assert proc.stdout.startswith("ConfigError after 0.0"), proc.stdout
+    assert proc.stdout.startswith("ConfigError at construction: "), proc.stdout
     assert "needs ipywidgets: pip install 'mcpsync[notebook]'" in proc.stdout, proc.stdout
     assert "No module named 'ipywidgets'" in proc.stdout, proc.stdout
+
+
+APPS_WITHOUT_ANYWIDGET = """
+import sys
+import mcpsync, mcpsync.apps
+from mcpsync.errors import ConfigError
+
+with mcpsync.Session.connect([sys.executable, "-m", "mcpsync.apps.demo"], connect_timeout=30) as s:
+    for show in (lambda: mcpsync.apps.call(s, "increment"),
+                 lambda: mcpsync.apps.render(s, "counter", s.call_tool("reset"))):
+        try:
+            show()
+        except ConfigError as exc:
+            print("ConfigError:", exc)
+    print("count:", s.call_tool("counter").structured_content["count"])
+"""
+
+
+def test_apps_without_anywidget_is_a_config_error_before_the_call(tmp_path: Path):
+    """Before: a bare ModuleNotFoundError from inside ``render``, after the tool had run."""
+    import subprocess
+
+    proc = subprocess.run(
+        [sys.executable, "-c", APPS_WITHOUT_ANYWIDGET],
+        env=_hiding_env(tmp_path, "anywidget"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    expected = "ConfigError: MCP Apps need anywidget to render (pip install 'mcpsync[apps]'): "
+    assert len(lines) == 3 and all(line.startswith(expected) for line in lines[:2]), lines
+    assert lines[2:] == ["count: 0"], lines  # increment was never sent
 
 
 @pytest.mark.slow

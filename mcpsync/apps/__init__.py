@@ -88,6 +88,17 @@ def _tool(session: Any, name: str) -> Any:
     raise AppError(f"session {session.name!r} lists no tool {name!r}")
 
 
+def _view_class() -> type[AppView]:
+    """``AppView``; ``ConfigError`` naming the extra when anywidget cannot be imported."""
+    try:
+        from .widget import AppView
+    except ImportError as exc:
+        raise ConfigError(
+            f"MCP Apps need anywidget to render (pip install 'mcpsync[apps]'): {exc}"
+        ) from exc
+    return AppView
+
+
 def render(
     session: Any,
     tool: str | Any,
@@ -97,15 +108,15 @@ def render(
     **options: Any,
 ) -> AppView:
     """An ``AppView`` for ``result`` of ``tool`` (a name or the listed ``Tool``); display it
-    (the last expression of a cell) to see the app. ``options`` go to ``AppView``."""
-    from .widget import AppView
-
+    (the last expression of a cell) to see the app. ``options`` go to ``AppView``;
+    ``ConfigError`` (naming the extra) when anywidget cannot be imported."""
+    view = _view_class()
     tool_obj = _tool(session, tool) if isinstance(tool, str) else tool
     uri = resource_uri(tool_obj)
     if uri is None:
         raise AppError(f"tool {tool_obj.name!r} has no _meta.ui.resourceUri: it is not an app")
     resource = read_app_resource(session, uri)
-    return AppView(session, tool_obj, resource, arguments=arguments, result=result, **options)
+    return view(session, tool_obj, resource, arguments=arguments, result=result, **options)
 
 
 def call(
@@ -116,7 +127,9 @@ def call(
     timeout: float | None = None,
     **options: Any,
 ) -> AppView:
-    """Call ``tool`` and return the ``AppView`` of its result (``view.result``)."""
+    """Call ``tool`` and return the ``AppView`` of its result (``view.result``); without
+    anywidget, ``ConfigError`` before anything is sent."""
+    _view_class()
     tool_obj = _tool(session, tool)
     if resource_uri(tool_obj) is None:
         raise AppError(f"tool {tool!r} has no _meta.ui.resourceUri: it is not an app")
