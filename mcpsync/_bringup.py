@@ -7,7 +7,8 @@ what it agreed recorded, the re-initialization after an HTTP session expired); t
 imports warmed, unwind on failure, the legacy HTTP+SSE fallback after 400/404/405, the
 one restart of a server that died of the ``server/discover`` probe, the shared
 ``connect_timeout``) and the words added to a bring-up error (what the server printed
-instead of JSON-RPC). It never imports the Session: the loop is handed a
+instead of JSON-RPC), ``stderr_tail``, and the notice of what a server wrote to stderr
+while starting (``_serverlog.notice_startup_stderr``). It never imports the Session: the loop is handed a
 ``prepare(transport)`` that builds one.
 """
 
@@ -20,6 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import _offer, _typed
+from ._serverlog import notice_startup_stderr
 from .connection import Connection
 from .errors import (
     STDERR_TAIL,
@@ -107,6 +109,12 @@ class BringUp:
         if handshake.probe_seconds is not None:
             self.phases["probe"] = handshake.probe_seconds
 
+    @property
+    def stderr_tail(self) -> str:
+        """The server's last lines on its stderr (stdio; bounded, newline-joined; "" for
+        HTTP): what it said while starting (a usage message), or before it stopped."""
+        return self._conn.transport.stderr_tail()
+
     def _reinitialize(self) -> None:
         """The HTTP session expired: bring it up again with the same capabilities."""
         log.warning("mcpsync: session with %s expired; initializing again", self.name)
@@ -163,6 +171,7 @@ def first_ready(
             session.phases["transport"] = time.perf_counter() - t0
             session._initialize(deadline=deadline, restarted=restarted or None)
             _typed.warm()  # what typed results import, before a Ctrl-C can cut it in half
+            notice_startup_stderr(name, chosen.stderr_tail())  # a usage message, say
         except HTTPStatusError as exc:
             unwind(conn, deadline, name)
             last_error = exc
