@@ -20,12 +20,15 @@ import requests
 from servers.hostile_http import HostileHTTP, Route
 
 import mcpsync
+from mcpsync.auth.device import request_device_code
 from mcpsync.auth.discovery import (
     AuthServerMetadata,
     discover_authorization_server,
     discover_protected_resource,
 )
-from mcpsync.auth.registration import register_client
+from mcpsync.auth.enterprise import request_id_jag
+from mcpsync.auth.redirect import headless_redirect
+from mcpsync.auth.registration import ClientInfo, register_client
 from mcpsync.cards import CardCache, CardError, CardTimeout, server_card, server_cards
 from mcpsync.errors import AuthError, ConfigError
 
@@ -237,3 +240,86 @@ def test_registration_still_works(site, http):
     site.routes["/register"] = Route(201, body=json.dumps({"client_id": "abc"}).encode())
     assert _register(site, http, 2.0).client_id == "abc"
     assert site.seen[-1][1:] == ("POST", "/register")
+
+
+# -- the device authorization request, the ID-JAG exchange, the headless redirect ------------
+
+
+def _device_code(site: HostileHTTP, http: requests.Session, timeout: float) -> Any:
+    asm = _asm(site)
+    asm.raw["device_authorization_endpoint"] = site.url("/device")
+    client = ClientInfo(
+        client_id="cli", client_secret="s3cret-value", auth_method="client_secret_post"
+    )
+    return request_device_code(
+        http,
+        asm,
+        client,
+        scopes=None,
+        resource=site.url("/mcp"),
+        timeout=timeout,
+        allow_insecure=False,
+    )
+
+
+def _id_jag(site: HostileHTTP, http: requests.Session, timeout: float) -> Any:
+    return request_id_jag(
+        http, site.url("/idp/token"), "the-id-token", audience=site.origin, resource=site.url("/mcp"),
+        scopes=None, client_id="cli", client_secret="s3cret-value", timeout=timeout, allow_insecure=False,
+    )  # fmt: skip
+
+
+DEVICE = {
+    "device_code": "dc",
+    "user_code": "UC",
+    "verification_uri": "https://x.example/d",
+    "expires_in": 60,
+}
+JAG = {
+    "access_token": "jag",
+    "issued_token_type": "urn:ietf:params:oauth:token-type:id-jag",
+    "token_type": "N_A",
+}
+
+
+@pytest.mark.parametrize(
+    "call, path, document",
+    [(_device_code, "/device", DEVICE), (_id_jag, "/idp/token", JAG)],
+    ids=["device-authorization", "id-jag"],
+)
+def test_auth_replies_trickled_deep_and_fine(site, http, call, path, document):
+    site.routes[path] = Route(body=json.dumps(document).encode(), trickle=1, every=0.5)
+    elapsed, exc = timed(lambda: call(site, http, 2.0), AuthError)
+    assert 2.0 - 0.2 <= elapsed <= 2.0 + SLACK, elapsed
+    assert "timeout=2 s" in str(exc) and "s3cret" not in str(exc)
+    assert exc.__context__ is None  # the request (it holds the secret) does not ride along
+    site.routes[path] = Route(body=DEEP)
+    _, exc = timed(lambda: call(site, http, 2.0), AuthError)
+    assert "nested deeper than 64 levels" in str(exc)
+    site.routes[path] = Route(body=json.dumps(document).encode())
+    assert call(site, http, 2.0)  # a well-behaved server still works
+
+
+def test_headless_redirect_hops_share_one_deadline(site, http):
+    for i in range(6):  # same-origin hops of 0.8 s each: one fresh timeout per hop took 4.8 s
+        site.routes[f"/authorize{i}"] = Route(
+            302, headers={"Location": f"/authorize{i + 1}"}, head_delay=0.8
+        )
+    elapsed, exc = timed(
+        lambda: headless_redirect(site.url("/authorize0"), session=http, timeout=2.0), AuthError
+    )
+    assert 2.0 - 0.2 <= elapsed <= 2.0 + SLACK, elapsed
+    assert "timeout=2 s" in str(exc)
+
+
+def test_headless_redirect_reads_no_page(site, http):
+    # a login page trickled in: nothing of it is read, the answer is immediate
+    site.routes["/authorize"] = Route(
+        200, b"<html>" + b" " * 1000, headers={"Content-Type": "text/html"}, trickle=1, every=0.5
+    )
+    elapsed, exc = timed(
+        lambda: headless_redirect(site.url("/authorize"), session=http, timeout=2.0), AuthError
+    )
+    assert "answered HTTP 200 without a redirect" in str(exc) and elapsed < 1.0, elapsed
+    site.routes["/authorize"] = Route(302, headers={"Location": "http://127.0.0.1:9/cb?code=c"})
+    assert headless_redirect(site.url("/authorize"), session=http, timeout=2.0).endswith("code=c")

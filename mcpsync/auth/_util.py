@@ -14,6 +14,7 @@ from urllib.parse import urlsplit, urlunsplit
 import requests
 
 from ..errors import AuthError
+from ..transports.http.fetch import NOT_JSON, Deadline, fetch, load_json
 
 __all__ = [
     "log",
@@ -111,20 +112,17 @@ def get_json(
     what: str,
     headers: dict[str, str] | None = None,
 ) -> tuple[int, Any]:
-    """GET a JSON document. Returns (status, document-or-None); raises AuthError on network
-    failure. Non-JSON 200 replies give (200, None)."""
-    try:
-        r = http.get(
-            url, timeout=timeout, headers={"Accept": "application/json", **(headers or {})}
-        )
-    except requests.RequestException as exc:
-        raise AuthError(f"could not fetch {what} from {short(url)}: {type(exc).__name__}") from None
-    try:
-        if r.status_code != 200:
-            return r.status_code, None
-        try:
-            return 200, r.json()
-        except ValueError:
-            return 200, None
-    finally:
-        r.close()
+    """GET a JSON document within ``timeout`` (the whole GET, its redirects and its body:
+    ``mcpsync.transports.http.fetch``'s rules). Returns (status, document-or-None); raises
+    AuthError on network failure, the timeout, a body over 1 MiB or nested deeper than 64
+    levels. Non-JSON 200 replies give (200, None)."""
+    reply = fetch(
+        http, url, deadline=Deadline.checked(timeout), what=what, error=AuthError,
+        headers=headers, max_redirects=0,
+    )  # fmt: skip
+    if reply.status == 0:
+        raise AuthError(f"could not fetch {what} from {short(url)}: {reply.problem}")
+    if reply.status != 200:
+        return reply.status, None
+    document = load_json(reply.body, what=what, url=url, error=AuthError, lenient=True)
+    return 200, None if document is NOT_JSON else document

@@ -46,6 +46,7 @@ from typing import Any, cast
 import requests
 
 from ..errors import AuthError, ConfigError, ExpiredToken, TokenError
+from ..transports.http.fetch import NOT_JSON, Deadline, fetch, load_json
 from ._util import log, redact, require_secure, short
 from .discovery import AuthServerMetadata
 from .dpop import DPoPProver
@@ -414,34 +415,29 @@ def request_device_code(
     headers = {"Accept": "application/json"}
     secrets = _client_auth(client, asm, data, headers)
     where = short(endpoint)
-    failure: AuthError | None = None  # raised outside the except: the request (its body
-    try:  # may hold the client secret) must not ride along as __context__
-        r = http.post(endpoint, data=data, headers=headers, timeout=timeout, allow_redirects=False)
-    except requests.RequestException as exc:
-        failure = AuthError(f"device authorization at {where} failed: {type(exc).__name__}")
-    if failure is not None:
-        raise failure
-    try:
-        doc: Any = r.json()
-    except ValueError:
-        doc = None
-    finally:
-        r.close()
+    r = fetch(  # one deadline for the reply, its body capped, its nesting too
+        http, endpoint, deadline=Deadline.checked(timeout), what="device authorization",
+        error=AuthError, method="POST", data=data, headers=headers, max_redirects=0,
+        body_for=None,
+    )  # fmt: skip
+    if r.status == 0:
+        raise AuthError(f"device authorization at {where} failed: {r.problem}")
+    doc: Any = load_json(r.body, what="device authorization", url=endpoint, error=AuthError,
+                         lenient=True)  # fmt: skip
+    doc = None if doc is NOT_JSON else doc
     if isinstance(doc, dict) and isinstance(doc.get("error"), str):
         msg = f"device authorization refused by {where}: {doc['error'][:100]}"
         if doc.get("error_description"):
             msg += f" ({str(doc['error_description'])[:200]})"
         raise TokenError.of(
             redact(msg, secrets), error=doc["error"][:100], step="device_authorization",
-            status=r.status_code,
+            status=r.status,
         )  # fmt: skip
-    ok = isinstance(doc, dict) and r.status_code == 200
+    ok = isinstance(doc, dict) and r.status == 200
     fields = (doc.get("device_code"), doc.get("user_code")) if ok else (None, None)
     uri = (doc.get("verification_uri") or doc.get("verification_url")) if ok else None
     if not all(isinstance(x, str) and x for x in (*fields, uri)):
-        raise AuthError(
-            f"device authorization at {where} gave no usable answer (HTTP {r.status_code})"
-        )
+        raise AuthError(f"device authorization at {where} gave no usable answer (HTTP {r.status})")
     assert isinstance(uri, str)
     complete = doc.get("verification_uri_complete")
     expires_in, interval = doc.get("expires_in"), doc.get("interval", 5)

@@ -22,6 +22,7 @@ from typing import Any
 import requests
 
 from ..errors import AuthError, TokenError
+from ..transports.http.fetch import NOT_JSON, Deadline, fetch, load_json
 from ._util import log, redact, require_secure, short
 from .flow import _basic_header
 
@@ -70,34 +71,29 @@ def request_id_jag(
         data["client_id"] = client_id
     secrets = [id_token, client_secret]
     where = short(idp_token_endpoint)
-    failure: AuthError | None = None  # raised outside the except: the request (its body
-    try:  # holds the ID token) must not ride along as __context__
-        r = http.post(
-            idp_token_endpoint, data=data, headers=headers, timeout=timeout, allow_redirects=False
-        )
-    except requests.RequestException as exc:
-        failure = AuthError(f"token exchange for an ID-JAG at {where} failed: {type(exc).__name__}")
-    if failure is not None:
-        raise failure
-    try:
-        doc: Any = r.json()
-    except ValueError:
-        doc = None
-    finally:
-        r.close()
-    log.debug("token exchange (ID-JAG) at %s -> HTTP %s", where, r.status_code)
+    r = fetch(  # one deadline for the reply, its body capped, its nesting too
+        http, idp_token_endpoint, deadline=Deadline.checked(timeout), what="token exchange",
+        error=AuthError, method="POST", data=data, headers=headers, max_redirects=0,
+        body_for=None,
+    )  # fmt: skip
+    if r.status == 0:
+        raise AuthError(f"token exchange for an ID-JAG at {where} failed: {r.problem}")
+    doc: Any = load_json(r.body, what="token exchange", url=idp_token_endpoint,
+                         error=AuthError, lenient=True)  # fmt: skip
+    doc = None if doc is NOT_JSON else doc
+    log.debug("token exchange (ID-JAG) at %s -> HTTP %s", where, r.status)
     if isinstance(doc, dict) and isinstance(doc.get("error"), str):
         msg = f"token exchange for an ID-JAG refused by {where}: {doc['error'][:100]}"
         if doc.get("error_description"):
             msg += f" ({str(doc['error_description'])[:200]})"
         raise TokenError.of(
-            redact(msg, secrets), error=doc["error"][:100], step=STEP, status=r.status_code
+            redact(msg, secrets), error=doc["error"][:100], step=STEP, status=r.status
         )
-    if r.status_code != 200 or not isinstance(doc, dict):
+    if r.status != 200 or not isinstance(doc, dict):
         kind = "JSON" if isinstance(doc, dict) else "not JSON"
         raise AuthError(
             f"token exchange for an ID-JAG at {where} gave no usable answer "
-            f"(HTTP {r.status_code}, {kind})"
+            f"(HTTP {r.status}, {kind})"
         )
     jag = doc.get("access_token")
     issued = doc.get("issued_token_type")

@@ -40,6 +40,7 @@ from urllib.parse import parse_qsl, urljoin, urlsplit
 import requests
 
 from ..errors import AuthError, ConfigError
+from ..transports.http.fetch import Deadline, fetch
 from ._util import log, same_origin, short
 
 __all__ = [
@@ -294,24 +295,25 @@ def headless_redirect(
     leaves the authorization server (or starts with ``redirect_uri``).
 
     Redirects that stay on the authorization server's origin (e.g. to an auto-consent page)
-    are followed, with cookies, up to ``max_hops``. Works with servers that approve without
+    are followed, with cookies, up to ``max_hops``, all within ``timeout`` (one deadline;
+    no page body is read). Works with servers that approve without
     a person (the MCP conformance server, test servers); raises AuthError otherwise.
     """
     http = session or requests.Session()
     url = authorization_url
+    deadline = Deadline.checked(timeout)  # one bound for every hop
     try:
         for _ in range(max_hops):
-            try:
-                r = http.get(url, allow_redirects=False, timeout=timeout)
-            except requests.RequestException as exc:
-                raise AuthError(
-                    f"headless authorization: GET {short(url)} failed: {type(exc).__name__}"
-                ) from None
-            r.close()
+            r = fetch(
+                http, url, deadline=deadline, what="headless authorization", error=AuthError,
+                headers={"Accept": "text/html, */*"}, max_redirects=0, body_for=(),
+            )  # fmt: skip
+            if r.status == 0:
+                raise AuthError(f"headless authorization: GET {short(url)} failed: {r.problem}")
             location = r.headers.get("Location")
-            if r.status_code not in (301, 302, 303, 307, 308) or not location:
+            if r.status not in (301, 302, 303, 307, 308) or not location:
                 raise AuthError(
-                    f"headless authorization: {short(url)} answered HTTP {r.status_code} without a "
+                    f"headless authorization: {short(url)} answered HTTP {r.status} without a "
                     "redirect (it probably wants a person to log in)"
                 )
             nxt = urljoin(url, location)

@@ -104,7 +104,8 @@ def short(url: str) -> str:
 
 @dataclass(frozen=True)
 class Fetched:
-    """A reply: ``status`` 0 when the place could not be reached (``problem`` says why)."""
+    """A reply: ``status`` 0 when the place could not be reached (``problem`` says why).
+    ``headers`` is case-insensitive (requests' own mapping)."""
 
     url: str
     status: int
@@ -144,14 +145,17 @@ def _read_body(
         left = deadline.left()
         if left <= 0:
             raise _timed_out(deadline, what, url, timeout_error)
+        broken = ""
         try:
             if sock is not None:
                 sock.settimeout(left)
             piece = read1(_CHUNK) if read1 is not None else raw.read(_CHUNK)
         except (urllib3.exceptions.HTTPError, requests.RequestException, OSError) as exc:
+            broken = type(exc).__name__
+        if broken:  # raised here, not in the except: no exception rides along as __context__
             if deadline.expired:
-                raise _timed_out(deadline, what, url, timeout_error) from None
-            raise error(f"could not read {what} from {short(url)}: {type(exc).__name__}") from None
+                raise _timed_out(deadline, what, url, timeout_error)
+            raise error(f"could not read {what} from {short(url)}: {broken}")
         if not piece:
             return bytes(body)
         body += piece
@@ -170,12 +174,14 @@ def fetch(
     method: str = "GET",
     headers: Mapping[str, str] | None = None,
     json_body: Any = None,
+    data: Mapping[str, str] | str | None = None,
     max_bytes: int = MAX_BYTES,
     max_redirects: int = 3,
     check_redirect: Callable[[str, str], None] | None = None,
     body_for: Collection[int] | None = (200,),
 ) -> Fetched:
-    """Send one request to ``url`` and read its reply within ``deadline``.
+    """Send one request to ``url`` (a body as ``json_body`` or form ``data``) and read its
+    reply within ``deadline``.
 
     Redirects (at most ``max_redirects``; 0: a redirect is returned as it is) are followed
     after ``check_redirect(current, target)`` had its say (it raises to refuse one); a
@@ -192,20 +198,26 @@ def fetch(
         left = deadline.left()
         if left <= 0:
             raise _timed_out(deadline, what, current, timeout_error)
+        unreachable: requests.RequestException | None = None
         try:
             response = http.request(
                 method,
                 current,
                 headers=sent,
                 json=json_body,
+                data=data,
                 timeout=(left, left),
                 stream=True,
                 allow_redirects=False,
             )
-        except requests.RequestException as exc:
-            if deadline.expired or isinstance(exc, requests.Timeout):
-                raise _timed_out(deadline, what, current, timeout_error) from None
-            return Fetched(current, 0, problem=f"{type(exc).__name__}")
+        except requests.RequestException as exc:  # it holds the request (a body, a secret):
+            unreachable = exc  # kept out of the error's __context__, dropped below
+        if unreachable is not None:
+            timed_out = deadline.expired or isinstance(unreachable, requests.Timeout)
+            problem, unreachable = type(unreachable).__name__, None
+            if timed_out:
+                raise _timed_out(deadline, what, current, timeout_error)
+            return Fetched(current, 0, problem=problem)
         with response:
             status = response.status_code
             location = response.headers.get("Location")
@@ -218,7 +230,7 @@ def fetch(
                     check_redirect(current, target)
                 current = target
                 if method == "POST" and status in (301, 302, 303):
-                    method, json_body = "GET", None
+                    method, json_body, data = "GET", None, None
                 continue
             body = b""
             if body_for is None or status in body_for:
@@ -226,7 +238,7 @@ def fetch(
                     response, current, deadline=deadline, max_bytes=max_bytes, what=what,
                     error=error, timeout_error=timeout_error,
                 )  # fmt: skip
-            return Fetched(current, status, dict(response.headers), body)
+            return Fetched(current, status, response.headers, body)
     raise error(f"{what} at {short(url)}: more than {max_redirects} redirects")
 
 
@@ -257,16 +269,19 @@ def load_json(body: bytes, *, what: str, url: str, error: ErrorType, lenient: bo
     """The JSON value in ``body``. Nesting deeper than ``MAX_DEPTH`` (including too deep for
     the parser itself) raises ``error``; a body that is not JSON raises ``error`` too, or
     returns ``NOT_JSON`` when ``lenient`` (e.g. an HTML page at a well-known path)."""
+    # every error is raised outside the except: the parser's exception holds the whole
+    # document (a registration reply holds a client secret) and must not ride along
+    problem = ""
     try:
         document = json.loads(body.decode("utf-8"))
     except RecursionError:
-        raise error(
-            f"{what} at {short(url)} is nested deeper than {MAX_DEPTH} levels; refused"
-        ) from None
+        problem = "deep"
     except ValueError as exc:  # UnicodeDecodeError, JSONDecodeError, an integer too long
+        problem = str(exc)[:200]
+    if problem and problem != "deep":
         if lenient:
             return NOT_JSON
-        raise error(f"{what} at {short(url)} is not valid JSON ({exc})") from None
-    if _depth(document) > MAX_DEPTH:
+        raise error(f"{what} at {short(url)} is not valid JSON ({problem})")
+    if problem == "deep" or _depth(document) > MAX_DEPTH:
         raise error(f"{what} at {short(url)} is nested deeper than {MAX_DEPTH} levels; refused")
     return document
