@@ -104,6 +104,65 @@ def test_threads_of_one_process_refresh_once_per_expiry(tmp_path: Path) -> None:
                auth_server=auth_server)  # fmt: skip
 
 
+def test_threads_sharing_one_keyring_service_refresh_once_per_expiry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The keyring store: 8 threads, each its own ``KeyringTokenStore`` over one backend;
+    its lock file is in the per-user folder (0700, 0600)."""
+    keyring_backend = pytest.importorskip("keyring.backend")
+    from mcpsync.auth.keyring_store import KeyringTokenStore
+
+    class DictKeyring(keyring_backend.KeyringBackend):  # type: ignore[misc]
+        priority = 1  # type: ignore[assignment]
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.data: dict[tuple[str, str], str] = {}
+
+        def get_password(self, service: str, username: str) -> str | None:
+            return self.data.get((service, username))
+
+        def set_password(self, service: str, username: str, password: str) -> None:
+            self.data[(service, username)] = password
+
+        def delete_password(self, service: str, username: str) -> None:
+            self.data.pop((service, username), None)
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    ring = DictKeyring()
+    threads, rounds, calls = 8, 3, 2
+    with serve() as server:
+        auth_server = server.auth_server
+        assert isinstance(auth_server, FamilyAuthorizationServer)
+        seed = OAuth(client_name="shared", redirect="headless",
+                     store=KeyringTokenStore("shared-test", backend=ring))  # fmt: skip
+        with mcpsync.Session.connect(server.url, auth=seed) as s:
+            assert s.call_tool("echo", {"message": "seed"}).content[0].text == "seed"
+        barrier = threading.Barrier(threads + 1)
+        results: queue.Queue[tuple[str, int, list[str]]] = queue.Queue()
+        runner = threading.Thread(
+            target=shared_store_worker.run,
+            args=(0, server.url, lambda: KeyringTokenStore("shared-test", backend=ring),
+                  threads, rounds, calls, barrier, results),
+        )  # fmt: skip
+        runner.start()
+        try:
+            _drive_rounds(auth_server, barrier, rounds)
+        except threading.BrokenBarrierError:
+            pass  # a thread failed or stalled: the reports say which (checked below)
+        except BaseException:
+            barrier.abort()
+            raise
+        finally:
+            runner.join(BARRIER)
+        got = _collect(results, threads, 1.0)
+        _check(got, auth_server.counts(), workers=threads, rounds=rounds, calls=calls,
+               auth_server=auth_server)  # fmt: skip
+    folder = tmp_path / "xdg" / "mcpsync"
+    (lock,) = folder.glob("keyring-*.lock")
+    assert os.stat(folder).st_mode & 0o777 == 0o700 and os.stat(lock).st_mode & 0o777 == 0o600
+
+
 def test_8_threads_x_4_processes_share_one_token_file_one_refresh_per_expiry(
     tmp_path: Path,
 ) -> None:
@@ -147,6 +206,49 @@ def test_8_threads_x_4_processes_share_one_token_file_one_refresh_per_expiry(
         _check(got, auth_server.counts(), workers=processes * threads, rounds=rounds,
                calls=calls, auth_server=auth_server)  # fmt: skip
         assert not alive and all(p.exitcode == 0 for p in procs)
+
+
+def test_dask_workers_in_2_processes_share_one_token_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``LocalCluster`` with 2 worker processes (4 threads each): every task a fresh
+    ``OAuth`` over the one file; one refresh per expiry across both processes."""
+    distributed = pytest.importorskip("dask.distributed")
+    rounds, tasks = 3, 8
+    store = tmp_path / "tokens.json"
+    tests_dir = str(Path(__file__).parent)  # the workers import auth_peers from here
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join(filter(None, [tests_dir, os.environ.get("PYTHONPATH")]))
+    )
+    with serve() as server:
+        auth_server = server.auth_server
+        assert isinstance(auth_server, FamilyAuthorizationServer)
+        _seed(server.url, store)
+        with (
+            distributed.LocalCluster(
+                n_workers=2, processes=True, threads_per_worker=4, dashboard_address=None
+            ) as cluster,
+            distributed.Client(cluster) as client,
+        ):
+            assert len(set(client.run(os.getpid).values())) == 2  # two worker processes
+            for r in range(1, rounds + 1):
+                auth_server.expire()
+                futures = [
+                    client.submit(
+                        shared_store_worker.one_call,
+                        server.url,
+                        str(store),
+                        f"r{r}-{i}",
+                        pure=False,
+                    )  # fmt: skip
+                    for i in range(tasks)
+                ]
+                distributed.wait(futures, timeout=BARRIER)
+                assert client.gather(futures) == [f"r{r}-{i}" for i in range(tasks)]
+        counts = auth_server.counts()
+        assert counts["refreshes"] == dict.fromkeys(range(1, rounds + 1), 1), counts
+        assert counts["reuses"] == 0 and counts["revoked_families"] == 0, counts
+        assert auth_server.stats()["authorizations"] == 1
 
 
 def test_a_refresh_token_used_by_a_process_without_the_lock_falls_back_to_its_token(

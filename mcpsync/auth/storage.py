@@ -337,6 +337,20 @@ _locks: dict[str, _FileLock] = {}
 _locks_guard = threading.Lock()
 
 
+def _after_fork_in_child() -> None:
+    """A forked child starts with every lock free in this process (a thread of the parent
+    that held one does not exist here); a ``flock`` the parent holds stays the parent's."""
+    global _locks_guard
+    _locks_guard = threading.Lock()
+    for lock in _locks.values():
+        lock._cond = threading.Condition(threading.Lock())
+        lock._owner, lock._depth = None, 0
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 def _file_lock(path: str) -> _FileLock:
     """The one :class:`_FileLock` of this process for the lock file ``path``."""
     key = os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path))

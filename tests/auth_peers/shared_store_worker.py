@@ -3,7 +3,9 @@
 ``Session`` to the protected demo server, calling ``echo`` in lock-step rounds with the
 test (a barrier shared by every thread of every process and the test itself).
 
-Owns: :func:`run` (the process's target; importable, so a ``spawn`` child finds it).
+Owns: :func:`run` (the process's target; importable, so a ``spawn`` child finds it;
+``store_path`` a token file, or in-process a callable making each thread's store) and
+:func:`one_call` (a Dask task).
 Each thread puts one result on ``results``: ``(name, ok_calls, errors)``.
 """
 
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import threading
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 BARRIER_SECONDS = 120.0  # one round of every thread of every process, under load
@@ -23,7 +26,7 @@ def _never_authorize(url: str) -> str:
 def _thread(
     name: str,
     url: str,
-    store_path: str,
+    store_path: str | Callable[[], Any],
     rounds: int,
     calls: int,
     barrier: Any,
@@ -35,9 +38,8 @@ def _thread(
     ok, errors = 0, []
     session = None
     try:
-        auth = OAuth(
-            client_name="shared", redirect=_never_authorize, store=FileTokenStore(store_path)
-        )
+        store = FileTokenStore(store_path) if isinstance(store_path, str) else store_path()
+        auth = OAuth(client_name="shared", redirect=_never_authorize, store=store)
         session = mcpsync.Session.connect(url, auth=auth, connect_timeout=60)
     except Exception as exc:  # noqa: BLE001 - reported to the test
         errors.append(f"connect: {type(exc).__name__}: {exc}")
@@ -68,7 +70,7 @@ def _thread(
 def run(
     index: int,
     url: str,
-    store_path: str,
+    store_path: str | Callable[[], Any],
     threads: int,
     rounds: int,
     calls: int,
@@ -87,3 +89,13 @@ def run(
         w.start()
     for w in workers:
         w.join()
+
+
+def one_call(url: str, store_path: str, message: str) -> str:
+    """A Dask task: a fresh ``OAuth`` over the shared file, one session, one ``echo``."""
+    import mcpsync
+    from mcpsync.auth import FileTokenStore, OAuth
+
+    auth = OAuth(client_name="shared", redirect=_never_authorize, store=FileTokenStore(store_path))
+    with mcpsync.Session.connect(url, auth=auth, connect_timeout=60) as session:
+        return str(session.call_tool("echo", {"message": message}, timeout=60).content[0].text)
