@@ -1,12 +1,14 @@
-"""The threads every connection of the process shares: one deadline timer, one worker pool.
+"""The threads every connection of the process shares: one deadline timer, two worker pools.
 
 Owns: ``TIMER`` (the ``mcpsync-timer[shared]`` thread: fails each call whose deadline
 passed, for every connection registered with it) and ``POOL`` (the
 ``mcpsync-dispatch[shared]`` workers that run each connection's ordered dispatch queue,
 ``_dispatch.Dispatcher``; one queue runs on at most one worker at a time, so its order
-holds). A connection attaches to both when it starts and detaches when it ends, so 500
-sessions cost one timer thread and as many dispatch workers as there are queues busy at
-once, not 1,000 threads.
+holds), and ``SENDS`` (the ``mcpsync-send[shared]`` workers that send a future's request
+where sending waits for the server: an HTTP POST until its reply; at most
+``SEND_WORKERS`` at once, the others queued). A connection attaches to all three when it
+starts and detaches when it ends, so 500 sessions cost one timer thread and as many
+workers as there are queues busy at once, not 1,000 threads.
 
 Lifetimes: the timer runs while any connection is attached; a worker ends after
 ``IDLE_SECONDS`` without work, and every worker ends once the last connection detached
@@ -26,13 +28,24 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-__all__ = ["TIMER", "POOL", "DeadlineTimer", "WorkerPool", "Drainable", "IDLE_SECONDS"]
+__all__ = [
+    "TIMER",
+    "POOL",
+    "SENDS",
+    "SEND_WORKERS",
+    "DeadlineTimer",
+    "WorkerPool",
+    "Drainable",
+    "IDLE_SECONDS",
+]
 
 log = logging.getLogger("mcpsync")
 
 _NEVER = float("inf")
 #: a dispatch worker with nothing to do for this long ends (seconds)
 IDLE_SECONDS = 2.0
+#: requests of the process sent at once by ``SENDS`` (more wait for a free worker)
+SEND_WORKERS = 64
 
 
 class DeadlineTimer:
@@ -119,9 +132,12 @@ class Drainable(Protocol):
 
 
 class WorkerPool:
-    """Workers shared by every attached connection's dispatch queue (see the docstring)."""
+    """Workers shared by every attached connection's queues (see the docstring); threads
+    named ``name``, at most ``limit`` of them (None: one more whenever none is idle)."""
 
-    def __init__(self) -> None:
+    def __init__(self, name: str = "mcpsync-dispatch[shared]", limit: int | None = None) -> None:
+        self.name = name
+        self.limit = limit
         self._cond = threading.Condition()
         self._ready: collections.deque[Drainable] = collections.deque()
         self._users = 0
@@ -151,10 +167,12 @@ class WorkerPool:
             if self._idle > len(self._ready) - 1:
                 self._cond.notify()
                 return
+            if self.limit is not None and len(self.workers) >= self.limit:
+                return  # queued: a worker takes it when it is done with its own
             # daemon: a callback stuck in user code must not keep the interpreter alive;
             # the last connection's close joins the workers within its deadline
             worker = threading.Thread(
-                target=self._loop, args=(self._gen,), name="mcpsync-dispatch[shared]", daemon=True
+                target=self._loop, args=(self._gen,), name=self.name, daemon=True
             )
             self.workers.add(worker)
         worker.start()
@@ -187,11 +205,13 @@ class WorkerPool:
 
 TIMER = DeadlineTimer()
 POOL = WorkerPool()
+SENDS = WorkerPool("mcpsync-send[shared]", SEND_WORKERS)
 
 
 def _after_fork() -> None:
     TIMER._after_fork()
     POOL._after_fork()
+    SENDS._after_fork()
 
 
 if hasattr(os, "register_at_fork"):  # pragma: no branch - POSIX

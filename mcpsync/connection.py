@@ -9,6 +9,8 @@ and ping: the handshake and the typed API sit above it.
 Two ways in: ``request()`` returns a ``concurrent.futures.Future``; ``call()`` blocks and
 returns the raw result (every blocking Session method): no Future, the outcome in the call's
 own slots, and on stdio the waiting caller reads its own reply (``transports.stdio``).
+``request()`` returns at once on every transport: where sending waits for the server
+(``features.send_waits``: HTTP) the request goes out on a shared sender thread (``_sending``).
 
 Threads, for one connection to server ``name``:
 - the transport's reader(s) call ``_on_message``; a response settles its call right
@@ -61,16 +63,15 @@ from ._calls import (
     warn_alive,
 )
 from ._dispatch import ClosedCallbacks, Dispatcher
+from ._sending import send_failed, send_later
 from ._served import ServerRequests
-from ._shared import POOL, TIMER
+from ._shared import POOL, SENDS, TIMER
 from .errors import (
     MCPSyncError,
     ProtocolError,
     RequestCancelled,
     RequestTimeout,
     SessionClosed,
-    SessionExpired,
-    TransportError,
 )
 from .transports.base import Message, Transport
 
@@ -95,8 +96,6 @@ NotificationHandler = Callable[[str, dict[str, Any]], None]
 
 #: Seconds ``close()`` waits, in all, for every thread of a session to stop.
 CLOSE_TIMEOUT = 3.0
-
-_NO_EXTRA: Mapping[str, Any] = {}  # no extra send() arguments (never mutated)
 
 
 class Connection:
@@ -147,6 +146,8 @@ class Connection:
         self._reinit_lock = threading.Lock()
         #: the transport's "read in the calling thread" hook (stdio), set by start()
         self._pump: Callable[[Any, float], None] | None = None
+        #: a future's request is sent on a shared sender (``features.send_waits``), set by start()
+        self._send_later = False
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -154,10 +155,12 @@ class Connection:
         """Start the threads, then the transport (which may deliver at once)."""
         transport = self.transport
         self._pump = transport.wait_for if transport.features.caller_reads else None
+        self._send_later = transport.features.send_waits
         with self._state_lock:
             self._attached = True
             TIMER.attach(id(self), self._pending, self._expire)
             POOL.attach()
+            SENDS.attach()
         try:
             self.transport.start(self._on_message, self._on_transport_closed, self._on_wire_error)
         except BaseException:
@@ -219,11 +222,15 @@ class Connection:
         ``reset_timeout_on_progress`` each progress report restarts the timeout, but
         never past ``max_timeout`` from the start (default: 10 x timeout). ``headers``:
         extra HTTP headers for this request (``Mcp-Param-*``), for transports that take them.
+        Returns once the request is handed to the transport: where sending waits for the
+        server (HTTP), it is sent on a shared sender thread (see the module docstring).
         """
         future = _RequestFuture()
+        # a sender thread sends its own follow-ups (the initialize of a re-initialization)
+        # itself: it must never wait for a free sender
         call = self._start(
             method, params, future, timeout, on_progress, reset_timeout_on_progress, max_timeout,
-            headers,
+            headers, self._send_later and threading.current_thread() not in SENDS.workers,
         )  # fmt: skip
         future._mcpsync_call = call
         future._connection = self
@@ -269,8 +276,10 @@ class Connection:
         reset_timeout_on_progress: bool,
         max_timeout: float | None,
         headers: Mapping[str, str] | None,
+        later: bool = False,
     ) -> _Call:
-        """Register and send one request; its outcome goes to ``future`` or the call's slots."""
+        """Register and send one request; its outcome goes to ``future`` or the call's slots.
+        ``later``: hand the sending to a shared sender thread (``_sending``) and return."""
         if self._closed:
             raise self._closed_error()
         rid = next(self._ids)
@@ -301,47 +310,17 @@ class Connection:
             call.hard_deadline = now + (max_timeout if max_timeout is not None else 10 * timeout)
             if call.deadline < TIMER.next_wake:  # (else the timer looks by then anyway)
                 TIMER.schedule(call.deadline)
+        if later:
+            send_later(self, call, message, timeout, headers)
+            return call
         try:
             if not headers:  # (else Mcp-Param-* headers, for transports that take them: HTTP)
                 self.transport.send(message, timeout=timeout)
             else:
                 self.transport.send(message, timeout=timeout, headers=headers)
         except BaseException as exc:
-            self._send_failed(exc, message, call, timeout, headers)
+            send_failed(self, exc, message, call, timeout, headers)
         return call
-
-    def _send_failed(
-        self,
-        exc: BaseException,
-        message: Message,
-        call: _Call,
-        timeout: float | None,
-        headers: Mapping[str, str] | None,
-    ) -> None:
-        """The first send of a request raised: re-initialize and re-send once, or fail the call."""
-        extra = {"headers": headers} if headers else _NO_EXTRA
-        if isinstance(exc, SessionExpired):
-            if self.reinitialize is None or call.method == "initialize":
-                self._retire(call, exc)
-                return
-            try:
-                self._reinitialize_once()
-                self.transport.send(message, timeout=timeout, **extra)
-            except BaseException as again:  # noqa: BLE001 - handed to the caller via the call
-                self._retire(call, again)
-        elif isinstance(exc, MCPSyncError):
-            self._retire(call, exc)
-        elif isinstance(exc, KeyboardInterrupt):
-            # Ctrl-C while sending (stdio defers it to the message boundary: the request went
-            # out): cancel this call, tell the server, and let the interrupt go on.
-            if self._pending.pop(call.id, None) is not None:
-                call.settle(None, RequestCancelled(f"{call.method} was cancelled (Ctrl-C)"))
-                self._send_cancelled(call, "cancelled by the client")
-            raise exc
-        else:
-            self._retire(call, TransportError(f"sending {call.method} failed: {exc!r}"))
-            if not isinstance(exc, Exception):
-                raise exc
 
     def _reinitialize_once(self) -> None:
         assert self.reinitialize is not None
@@ -568,7 +547,7 @@ class Connection:
                 return []
             self._attached = False
         timer = TIMER.detach(id(self))
-        return [*POOL.detach(), *([timer] if timer is not None else [])]
+        return [*POOL.detach(), *SENDS.detach(), *([timer] if timer is not None else [])]
 
     def _stop_threads(
         self, deadline: float, also: Callable[[], Iterable[threading.Thread]] | None = None

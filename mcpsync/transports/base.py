@@ -68,6 +68,9 @@ class Features:
     restart_on_probe_death: bool = False
     #: replies are read in the calling thread (``wait_for``/``wakeup``)
     caller_reads: bool = False
+    #: ``send()`` of a request may wait for the server (HTTP: until the reply's head, or
+    #: all of a JSON reply): a future's request is sent on a shared sender thread
+    send_waits: bool = False
 
 
 class Transport(Owned, ABC):

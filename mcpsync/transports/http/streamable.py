@@ -32,7 +32,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import requests
@@ -87,8 +87,9 @@ class StreamableHTTPTransport(BackChannel, SessionLifecycle, HTTPTransport):
     """MCP over Streamable HTTP: one POST per message; JSON or SSE replies; GET back-channel."""
 
     kind = "streamable-http"
-    #: ``send(headers=)`` reaches the wire; closing a reply stream cancels (2026-07-28)
-    features = Features(per_request_headers=True)
+    #: ``send(headers=)`` reaches the wire; closing a reply stream cancels (2026-07-28);
+    #: a POST waits for its reply's head (a future's request goes on a sender thread)
+    features = Features(per_request_headers=True, send_waits=True)
 
     def __init__(
         self,
@@ -153,6 +154,8 @@ class StreamableHTTPTransport(BackChannel, SessionLifecycle, HTTPTransport):
         self._post_headers: dict[str, str] = {}
         self._post_session: str | None = None
         self._led: dict[Any, list[SessionExpired]] = {}
+        #: request id -> the cut of its POST while no reply stream carries it yet
+        self._posting: dict[Any, _Cut] = {}
         self._rebuild_headers()
 
     # -- Transport -------------------------------------------------------------------
@@ -260,9 +263,40 @@ class StreamableHTTPTransport(BackChannel, SessionLifecycle, HTTPTransport):
                 hdrs["Mcp-Name"] = encode_header_value(name)
         if headers:
             hdrs = {**hdrs, **headers}
-        response, target = self._http.request(
-            "POST", self.target, hdrs, encode(message), read_timeout
-        )
+        cut = None
+        if is_request:
+            cut = _Cut()
+            with self._state_lock:
+                self._posting[request_id] = cut
+        try:
+            response, target = self._http.request(
+                "POST", self.target, hdrs, encode(message), read_timeout,
+                cut.attach if cut is not None else None,
+            )  # fmt: skip
+            if cut is not None and cut.requested:  # cancelled before its reply came: unread
+                shutdown_response(response)
+                discard(response)
+                return True
+            return self._answered(message, method, is_request, request_id, response, target,
+                                  sent_session, read_timeout)  # fmt: skip
+        finally:
+            if cut is not None:
+                with self._state_lock:
+                    if self._posting.get(request_id) is cut:
+                        del self._posting[request_id]
+
+    def _answered(
+        self,
+        message: Message,
+        method: str | None,
+        is_request: bool,
+        request_id: Any,
+        response: Any,
+        target: Target,
+        sent_session: str | None,
+        read_timeout: float | None,
+    ) -> bool:
+        """``_post``'s reply: delivered, handed to a stream reader, or turned into an error."""
         if target is not self.target:
             self._moved(target)
         status = response.status
@@ -316,13 +350,18 @@ class StreamableHTTPTransport(BackChannel, SessionLifecycle, HTTPTransport):
 
     def abort_request(self, request_id: Any) -> bool:
         """Stop reading the SSE stream that carries ``request_id``'s response (on the
-        2026-07-28 wire, closing it is the cancellation). True if there was one."""
+        2026-07-28 wire, closing it is the cancellation), or cut its POST still waiting
+        for the reply's head or reading a JSON reply (the fast path's connection is shut
+        down; otherwise the reply is left unread when it comes). True if there was one."""
         with self._state_lock:
             streams = [s for s in self._streams if s.request_id == request_id and s.kind == "post"]
+            cut = self._posting.get(request_id)
         for stream in streams:
             stream.aborted = True
             shutdown_response(stream.response)
-        return bool(streams)
+        if cut is not None:
+            cut.request()
+        return bool(streams) or cut is not None
 
     def abandon(self) -> None:
         """In a child of ``os.fork()``: this copy is closed here. Nothing is sent (no DELETE,
@@ -514,3 +553,30 @@ class StreamableHTTPTransport(BackChannel, SessionLifecycle, HTTPTransport):
         )
         error.__cause__ = cause
         self._report(error)
+
+
+class _Cut:
+    """The way to end one POST from another thread: its connection's ``abort``, once the
+    fast path has connected it (``HTTPClient.request(on_conn=)``); asked for before
+    that, the connection is cut as soon as it is given."""
+
+    __slots__ = ("requested", "_abort", "_lock")
+
+    def __init__(self) -> None:
+        self.requested = False
+        self._abort: Callable[[], None] | None = None
+        self._lock = threading.Lock()
+
+    def attach(self, abort: Callable[[], None]) -> None:
+        with self._lock:
+            self._abort = abort
+            requested = self.requested
+        if requested:
+            abort()
+
+    def request(self) -> None:
+        with self._lock:
+            self.requested = True
+            abort = self._abort
+        if abort is not None:
+            abort()
