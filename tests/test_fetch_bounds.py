@@ -323,3 +323,50 @@ def test_headless_redirect_reads_no_page(site, http):
     assert "answered HTTP 200 without a redirect" in str(exc) and elapsed < 1.0, elapsed
     site.routes["/authorize"] = Route(302, headers={"Location": "http://127.0.0.1:9/cb?code=c"})
     assert headless_redirect(site.url("/authorize"), session=http, timeout=2.0).endswith("code=c")
+
+
+def _guarded(site: HostileHTTP, token: Route) -> None:
+    """An MCP endpoint behind OAuth: 401, its PRM, the AS metadata, then ``token``."""
+    prm = site.url("/.well-known/oauth-protected-resource/mcp")
+    site.routes["/mcp"] = Route(
+        401, b"", headers={"WWW-Authenticate": f'Bearer resource_metadata="{prm}"'}
+    )
+    site.routes["/.well-known/oauth-protected-resource/mcp"] = Route(
+        body=json.dumps(
+            {"resource": site.url("/mcp"), "authorization_servers": [site.origin]}
+        ).encode()
+    )
+    site.routes["/.well-known/oauth-authorization-server"] = Route(
+        body=json.dumps({
+            "issuer": site.origin, "token_endpoint": site.url("/token"),
+            "authorization_endpoint": site.url("/authorize"), "grant_types_supported": ["client_credentials"],
+            "token_endpoint_auth_methods_supported": ["client_secret_post"],
+        }).encode()
+    )  # fmt: skip
+    site.routes["/token"] = token
+
+
+@pytest.mark.parametrize("token", ["trickled", "deep", "huge"])
+def test_token_reply_is_bounded_through_connect(site, token, no_leaks):
+    reply = json.dumps({"access_token": "t", "token_type": "Bearer", "expires_in": 60}).encode()
+    _guarded(site, {
+        "trickled": Route(body=reply, trickle=1, every=0.5),
+        "deep": Route(body=DEEP),
+        "huge": Route(body=b" " * 65536, repeat=256, length=False),
+    }[token])  # fmt: skip
+    auth = mcpsync.auth.OAuth.client_credentials("svc", "s3cret-value", timeout=2.0)
+    started = time.monotonic()
+    with pytest.raises(AuthError) as info:
+        mcpsync.Session.connect(
+            site.url("/mcp"), auth=auth, connect_timeout=30, transport="streamable-http"
+        )
+    elapsed = time.monotonic() - started
+    auth.close()
+    assert ("POST", "/token") in [(m, p) for _, m, p in site.seen]
+    words = {
+        "trickled": "timeout=2 s",
+        "deep": "nested deeper than 64 levels",
+        "huge": "larger than 1048576 bytes",
+    }[token]
+    assert words in str(info.value) and "s3cret" not in str(info.value)
+    assert elapsed <= 2.0 + SLACK, elapsed

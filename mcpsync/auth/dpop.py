@@ -34,6 +34,7 @@ from urllib.parse import urlsplit, urlunsplit
 import requests
 
 from ..errors import AuthError, ConfigError
+from ..transports.http.fetch import MAX_BYTES, Deadline, load_json, read_body
 from ._util import log, short
 
 __all__ = [
@@ -408,10 +409,7 @@ class DPoPProver:
 
 
 def _oauth_error(r: requests.Response) -> str | None:
-    try:
-        doc = r.json()
-    except ValueError:
-        return None
+    doc = load_json(r.content, what="token reply", url=r.url, error=AuthError, lenient=True)
     error = doc.get("error") if isinstance(doc, dict) else None
     return error if isinstance(error, str) else None
 
@@ -425,14 +423,32 @@ def post_token_request(
     timeout: float,
     dpop: DPoPProver | None,
 ) -> requests.Response:
-    """POST a token request; with ``dpop``, each attempt carries a fresh proof and an
+    """POST a token request and read its reply, all within ``timeout`` (one deadline for
+    every attempt, body reads included; a reply over 1 MiB is an ``AuthError``, as is one
+    not read in time); with ``dpop``, each attempt carries a fresh proof and an
     ``use_dpop_nonce`` answer is retried with the server's new nonce, at most
     :data:`MAX_NONCE_RETRIES` times (then :class:`DPoPError`, step "token request")."""
+    deadline = Deadline.checked(timeout)  # one bound for every attempt and its reply
     for attempt in range(MAX_NONCE_RETRIES + 1):
         sent = dict(headers)
         if dpop is not None:
             sent["DPoP"] = dpop.proof("POST", endpoint)
-        r = http.post(endpoint, data=body, headers=sent, timeout=timeout, allow_redirects=False)
+        left = max(deadline.left(), 0.001)  # spent: requests' own Timeout, as before
+        r = http.post(
+            endpoint, data=body, headers=sent, timeout=(left, left), allow_redirects=False,
+            stream=True,
+        )  # fmt: skip
+        try:
+            content = read_body(
+                r, endpoint, deadline=deadline, max_bytes=MAX_BYTES, what="the token reply",
+                error=AuthError, timeout_error=AuthError,
+            )  # fmt: skip
+        finally:
+            r.close()
+        # nesting too deep for any parser is refused here, naming it (a token reply is small)
+        load_json(content, what="the token reply", url=endpoint, error=AuthError, lenient=True)
+        # what requests itself keeps once it has read a body: r.text and r.json() work on it
+        r._content, r._content_consumed = content, True
         if dpop is None:
             return r
         fresh = dpop.nonces.update(endpoint, r.headers.get("DPoP-Nonce"))

@@ -45,6 +45,7 @@ __all__ = [
     "Fetched",
     "fetch",
     "load_json",
+    "read_body",
     "short",
 ]
 
@@ -124,7 +125,7 @@ def _socket(response: requests.Response) -> Any:
     return getattr(connection, "sock", None)
 
 
-def _read_body(
+def read_body(
     response: requests.Response,
     url: str,
     *,
@@ -134,6 +135,8 @@ def _read_body(
     error: ErrorType,
     timeout_error: ErrorType,
 ) -> bytes:
+    """The body of ``response`` (sent with ``stream=True``), read within ``deadline`` one
+    network read at a time, and at most ``max_bytes`` of it (else ``error``)."""
     length = response.headers.get("Content-Length", "")
     if length.isdigit() and int(length) > max_bytes:
         raise error(f"{what} at {short(url)} is larger than {max_bytes} bytes; not read")
@@ -234,7 +237,7 @@ def fetch(
                 continue
             body = b""
             if body_for is None or status in body_for:
-                body = _read_body(
+                body = read_body(
                     response, current, deadline=deadline, max_bytes=max_bytes, what=what,
                     error=error, timeout_error=timeout_error,
                 )  # fmt: skip
