@@ -26,7 +26,7 @@ from typing import Any
 
 from .._cachedir import private_dir, user_cache_dir
 from ..errors import ConfigError
-from .storage import _file_lock
+from ._filelock import file_lock
 
 __all__ = ["KeyringTokenStore"]
 
@@ -66,7 +66,7 @@ class KeyringTokenStore:
         :class:`~mcpsync.errors.LockTimeout` naming the lock file)."""
         folder = user_cache_dir()
         tag = hashlib.sha256(self.service.encode("utf-8", "surrogateescape")).hexdigest()[:16]
-        lock = _file_lock(os.path.join(folder, f"keyring-{tag}.lock"))
+        lock = file_lock(os.path.join(folder, f"keyring-{tag}.lock"))
 
         def prepare() -> None:  # the folder made 0700, or checked, before the lock file
             private_dir(folder)
