@@ -251,6 +251,44 @@ def test_dask_workers_in_2_processes_share_one_token_file(
         assert auth_server.stats()["authorizations"] == 1
 
 
+def test_a_token_about_to_expire_is_refreshed_once_for_8_threads(tmp_path: Path) -> None:
+    """The path before a request (a stored token within ``refresh_skew`` of its expiry),
+    not the 401 one: 8 threads with their own ``OAuth`` start at once; one refreshes, the
+    others take its token from the store. The expiry is written into the file (no clock)."""
+    store_path = tmp_path / "tokens.json"
+    with serve() as server:
+        auth_server = server.auth_server
+        assert isinstance(auth_server, FamilyAuthorizationServer)
+        _seed(server.url, store_path)
+        data = json.loads(store_path.read_text())
+        (token_key,) = (k for k in data if k.startswith("token "))
+        data[token_key]["expires_at"] = time.time() + 5  # within the 60 s skew
+        store_path.write_text(json.dumps(data))
+        start = threading.Barrier(8)
+        outcome: list[str] = []
+
+        def one(i: int) -> None:
+            auth = OAuth(client_name="shared", redirect=shared_store_worker._never_authorize,
+                         store=FileTokenStore(store_path))  # fmt: skip
+            try:
+                start.wait(BARRIER)
+                with mcpsync.Session.connect(server.url, auth=auth, connect_timeout=60) as s:
+                    outcome.append(s.call_tool("echo", {"message": f"t{i}"}).content[0].text)
+            except Exception as exc:  # noqa: BLE001 - reported below
+                outcome.append(f"{type(exc).__name__}: {exc}")
+
+        workers = [threading.Thread(target=one, args=(i,)) for i in range(8)]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join(BARRIER)
+        assert sorted(outcome) == sorted(f"t{i}" for i in range(8))
+        counts = auth_server.counts()
+        assert counts["refreshes"] == {0: 1}, counts  # epoch 0: no 401 drove it
+        assert counts["reuses"] == 0 and counts["revoked_families"] == 0, counts
+        assert json.loads(store_path.read_text())[token_key]["expires_at"] > time.time() + 600
+
+
 def test_a_refresh_token_used_by_a_process_without_the_lock_falls_back_to_its_token(
     tmp_path: Path,
 ) -> None:
