@@ -370,3 +370,23 @@ def test_token_reply_is_bounded_through_connect(site, token, no_leaks):
     }[token]
     assert words in str(info.value) and "s3cret" not in str(info.value)
     assert elapsed <= 2.0 + SLACK, elapsed
+
+
+# -- icons (the opt-in fetch_icon) ----------------------------------------------------------
+
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 64
+
+
+def test_icon_fetch_is_bounded(site, no_leaks):
+    from mcpsync.display.icons import Icon, fetch_icon
+
+    icon = Icon(site.url("/icon.png"), "https", "image/png")
+    site.routes["/icon.png"] = Route(
+        body=PNG, headers={"Content-Type": "image/png"}, trickle=1, every=0.5
+    )
+    started = time.monotonic()
+    assert fetch_icon(icon, timeout=2.0) is None  # 36 s at this pace: cut at the deadline
+    assert 2.0 - 0.2 <= time.monotonic() - started <= 2.0 + SLACK
+    site.routes["/icon.png"] = Route(body=PNG, headers={"Content-Type": "image/png"})
+    fetched = fetch_icon(icon, timeout=2.0)
+    assert fetched is not None and fetched.kind == "data" and fetched.data == PNG

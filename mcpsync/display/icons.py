@@ -7,8 +7,9 @@ everything else dropped), ``best_icon`` (by size and theme), ``icon_text`` (a te
 cell: ``png 16x16`` or the link), ``icon_html`` (a notebook cell: a ``data:`` image inline
 in an ``<img>``, where SVG scripts never run; an ``https:`` icon only as a link) and
 ``fetch_icon`` (the opt-in: read an ``https:`` icon, bounded, into a checked ``data:``
-one). Nothing is fetched unless ``fetch_icon`` is called. Standard library only
-(``fetch_icon`` imports ``requests`` when called).
+one; the wire rules are ``mcpsync.transports.http.fetch``'s). Nothing is fetched unless
+``fetch_icon`` is called. Standard library only (``fetch_icon`` imports ``requests`` and
+that module when called).
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
+
+from ..errors import MCPSyncError
 
 __all__ = [
     "MAX_ICON_BYTES",
@@ -171,31 +174,38 @@ def icon_html(icons: Iterable[Icon] | Any, *, size: int = 16) -> str:
     return f"<a href='{href}' target='_blank' rel='noopener noreferrer' title='{href}'>icon</a>"
 
 
+class _IconRefused(MCPSyncError):
+    """An icon fetch that went wrong (``fetch_icon`` answers None)."""
+
+
 def fetch_icon(
     icon: Icon, *, max_bytes: int = MAX_ICON_BYTES, timeout: float = 5.0, http_session: Any = None
 ) -> Icon | None:
-    """Opt-in: read an ``https:`` icon (no redirects off https, at most ``max_bytes``) and
-    return it as a checked data icon; None when it is not a safe image. Data icons pass."""
+    """Opt-in: read an ``https:`` icon (no redirects, at most ``max_bytes``, all of it within
+    ``timeout``: one deadline, checked while the body is read) and return it as a checked
+    data icon; None when it is not a safe image or not read in time. Data icons pass."""
     if icon.kind == "data":
         return icon
     import requests
 
+    from ..transports.http.fetch import Deadline, fetch
+
+    deadline = Deadline.checked(timeout)
     http = http_session or requests.Session()
     try:
-        with http.get(icon.src, timeout=timeout, stream=True, allow_redirects=False) as response:
-            if response.status_code != 200:
-                return None
-            mime = (
-                response.headers.get("Content-Type", "").split(";")[0].strip().lower()
-                or icon.mime_type
-            )
-            body = b""
-            for chunk in response.iter_content(16384):
-                body += chunk
-                if len(body) > max_bytes:
-                    return None
-    except requests.RequestException:
+        reply = fetch(
+            http, icon.src, deadline=deadline, what="icon", error=_IconRefused, max_redirects=0,
+            headers={"Accept": "image/*"}, max_bytes=max_bytes,
+        )  # fmt: skip
+    except _IconRefused:
+        return None  # too large, not read in time, broken off
+    finally:
+        if http_session is None:
+            http.close()
+    if reply.status != 200:
         return None
+    mime = reply.headers.get("Content-Type", "").split(";")[0].strip().lower() or icon.mime_type
+    body = reply.body
     if mime not in _TYPES or not _matches(mime, body):
         return None
     src = f"data:{mime};base64,{base64.b64encode(body).decode('ascii')}"
