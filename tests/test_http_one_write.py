@@ -46,7 +46,8 @@ def server() -> Iterator[tuple[str, int]]:
 
 
 class _Counting:
-    """A socket that records each sendall (and otherwise is the socket)."""
+    """A socket that records each send and sendall, what each wrote (and otherwise is
+    the socket)."""
 
     def __init__(self, sock: socket.socket) -> None:
         self._sock = sock
@@ -55,6 +56,11 @@ class _Counting:
     def sendall(self, data: Any) -> None:
         self.sends.append(bytes(data))
         self._sock.sendall(data)
+
+    def send(self, data: Any) -> int:
+        count = self._sock.send(data)
+        self.sends.append(bytes(data[:count]))
+        return count
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._sock, name)

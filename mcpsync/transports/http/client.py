@@ -12,6 +12,7 @@ import http.client
 import socket
 import ssl
 import threading
+import time
 from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any, NamedTuple
@@ -37,6 +38,7 @@ from ..base import Transport
 from .cookies import Cookies
 from .fastpool import _Buffered, _ConnectTimeout, _FastPool, _Undelivered
 from .fastresponse import HeadLost
+from .fastsocket import DeadlinePassed
 from .requestauth import RequestAuth
 
 __all__ = [
@@ -163,6 +165,9 @@ def translate_error(exc: BaseException, what: str) -> MCPSyncError:
         return RequestTimeout(f"{what}: connecting timed out")
     if new_conn is not None:
         return ConnectError(f"{what}: cannot connect ({reason(None)})")
+    passed = find(DeadlinePassed)
+    if passed is not None:  # the fast path's bound on the whole request
+        return RequestTimeout(f"{what}: {passed}")
     if find(
         urllib3.exceptions.ReadTimeoutError,
         requests.exceptions.ReadTimeout,
@@ -326,9 +331,13 @@ class HTTPClient:
     ) -> tuple[Any, Target]:
         """Send one request; return (open response, final target after redirects).
         ``on_conn(cut)``: on the fast path, given each connection's ``abort`` once it is
-        connected and before the request is written (another thread may then cut it)."""
+        connected and before the request is written (another thread may then cut it).
+        On the fast path ``read_timeout`` also bounds the whole exchange: writing the request
+        (and its re-sends: redirects, auth) and reading a reply that is not an event stream,
+        to its end (``RequestTimeout``; the connection is dropped)."""
+        deadline = None if read_timeout is None else time.monotonic() + read_timeout
         for _ in range(4):
-            response = self._send(method, target, headers, body, read_timeout, on_conn)
+            response = self._send(method, target, headers, body, read_timeout, on_conn, deadline)
             if response.status not in (307, 308):
                 return response, target
             location = response.headers.get("location")
@@ -357,6 +366,7 @@ class HTTPClient:
         body: bytes | None,
         read_timeout: float | None,
         on_conn: Callable[[Callable[[], None]], None] | None = None,
+        deadline: float | None = None,
     ) -> Any:
         pool = self._pool
         try:
@@ -367,17 +377,17 @@ class HTTPClient:
                     try:
                         response = pool.urlopen(
                             method, target.path, headers, body, read_timeout, None, cookie,
-                            on_conn,
+                            on_conn, deadline,
                         )  # fmt: skip
                     except _Undelivered:  # never reached the server: once more, a new connection
                         response = pool.urlopen(
                             method, target.path, headers, body, read_timeout, None, cookie,
-                            on_conn,
+                            on_conn, deadline,
                         )  # fmt: skip
                 else:
                     response = self._send_with_auth(
                         self._request_auth, pool, method, target, headers, body, read_timeout,
-                        cookie, on_conn,
+                        cookie, on_conn, deadline,
                     )  # fmt: skip
                 if response.headers.get("set-cookie") is not None:
                     # Cookies (e.g. load-balancer stickiness): kept, sent from now on
@@ -431,6 +441,7 @@ class HTTPClient:
         read_timeout: float | None,
         cookie: Mapping[str, str] | None = None,
         on_conn: Callable[[Callable[[], None]], None] | None = None,
+        deadline: float | None = None,
     ) -> Any:
         """The fast path with a RequestAuth: its headers on each send, its answer to a
         401/403 or ``DPoP-Nonce`` reply, at most ``auth.max_resends`` re-sends. ``cookie``:
@@ -452,8 +463,9 @@ class HTTPClient:
                         extra = {**extra, **cookie} if extra else cookie
                 try:
                     response = pool.urlopen(
-                        method, target.path, base, body, read_timeout, sent, extra, on_conn
-                    )
+                        method, target.path, base, body, read_timeout, sent, extra, on_conn,
+                        deadline,
+                    )  # fmt: skip
                 except _Undelivered:
                     if undelivered:
                         raise

@@ -5,8 +5,10 @@ response object it returns (``_FastReply``: gzip/deflate, connection given back 
 stale-socket detection, the proof that a request on a reused connection that turned out
 dead never reached the server (``_Undelivered``: the caller sends it once more), the
 request head (built and validated by ``http.client`` once per distinct set of headers,
-then taken from the pool's cache) sent with a small body in one write (``_Conn``), TCP
-keep-alive on every connection (``_KEEP_ALIVE``), ``close`` (the held connections shut
+then taken from the pool's cache) sent with a small body in one write (``_Conn``), the
+request's deadline carried by its connection (``_Conn.deadline``: writing the request and
+reading its reply whole end by it; the sockets' set-up and that bound are ``fastsocket``'s),
+``close`` (the held connections shut
 down: a call waiting for its reply fails at once), and ``_Buffered`` (a response over
 content a hook already read).
 Measured: ``requests.Session.post`` or urllib3 cost more per call than the whole exchange.
@@ -28,12 +30,11 @@ from __future__ import annotations
 import collections
 import http.client
 import io
-import os
 import select
 import socket
 import ssl
-import struct
 import sys
+import time
 import zlib
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -41,6 +42,7 @@ from typing import Any
 import requests
 
 from .fastresponse import INFO_LEN, FastResponse, HeadLost, tcp_info
+from .fastsocket import keep_alive, keep_within, send_within, set_timeouts, ssl_context
 
 __all__ = ["_FastPool", "_FastReply", "_Buffered", "_ConnectTimeout", "_Conn", "_Undelivered"]
 
@@ -74,14 +76,8 @@ class _FastReply:
     """
 
     __slots__ = (
-        "status",
-        "headers",
-        "_response",
-        "_original_response",
-        "_conn",
-        "_pool",
-        "_decoder",
-    )
+        "status", "headers", "_response", "_original_response", "_conn", "_pool", "_decoder",
+    )  # fmt: skip
 
     def __init__(self, response: http.client.HTTPResponse, conn: _Conn, pool: _FastPool) -> None:
         self.status = response.status
@@ -170,7 +166,7 @@ class _FastPool:
         self.aborted = False  # and the held ones were cut (``close``): no new one is made
         self._context: ssl.SSLContext | None = None
         if self.scheme == "https":
-            self._context = _ssl_context(verify, cert)
+            self._context = ssl_context(verify, cert)
         #: plain HTTP on Linux: kernel timeouts on blocking sockets, TCP_INFO checks
         self._kernel = self._context is None and _TCP_INFO is not None
         #: Linux (TLS too): TCP_INFO kept when a connection goes idle (``_Undelivered``)
@@ -234,13 +230,18 @@ class _FastPool:
         on_sent: Callable[[], None] | None = None,
         extra: Mapping[str, str] | None = None,
         on_conn: Callable[[Callable[[], None]], None] | None = None,
+        deadline: float | None = None,
     ) -> _FastReply:
         """One request on a pooled connection; ``on_sent`` runs once it is written, before
         its reply is read. ``extra``: headers of this request only (credentials: never
         cached), after ``headers``. ``on_conn(cut)`` gets the connection's ``abort`` once it
         is connected, before the request is written. Raises ``_Undelivered`` when the
         request provably never reached the server (see there): the caller may send it once
-        more."""
+        more. ``deadline`` (``time.monotonic()``; default: ``read_timeout`` from now) bounds
+        writing the request and reading its reply whole (``fastsocket``; of an event stream,
+        its head only)."""
+        if deadline is None and read_timeout is not None:
+            deadline = time.monotonic() + read_timeout
         conn = self.get()
         reused = conn.sock is not None  # an idle keep-alive connection (checked by get())
         try:
@@ -250,12 +251,14 @@ class _FastPool:
                 except TimeoutError as exc:
                     raise _ConnectTimeout() from exc
                 conn.kernel, conn.track = self._kernel, self._track
-                _keep_alive(conn.sock)
+                keep_alive(conn.sock)
             if conn.applied != read_timeout:
                 conn.apply_timeout(read_timeout)
             if on_conn is not None:
                 on_conn(conn.abort)  # from now on another thread may cut this request
+            conn.deadline = deadline
             try:
+                keep_within(conn, conn.sock, "sending the request")
                 self._send(conn, method, path, headers, body, extra)
             except BlockingIOError as exc:  # SO_SNDTIMEO: the server does not read
                 raise TimeoutError("timed out") from exc
@@ -275,6 +278,12 @@ class _FastPool:
                 if reused and _never_acked(conn.idle_info, exc.info):
                     raise self._undelivered("the server never acknowledged it") from exc
                 raise
+            if conn.deadline is not None and _streams(response):
+                conn.deadline = None  # a stream: each read bounded by the read timeout alone
+                sock = response.raw_socket() if isinstance(response, FastResponse) else None
+                if conn.applied != read_timeout and sock is not None:
+                    set_timeouts(sock, read_timeout, conn.kernel)
+                    conn.applied = read_timeout
         except BaseException:
             conn.close()
             raise
@@ -370,7 +379,6 @@ class _Conn(http.client.HTTPConnection):
     (``http.client`` writes them apart: two system calls and two TCP segments per
     request, the server woken for each), and the kernel's timeouts (see the module doc)."""
 
-    response_class = FastResponse  # the header fields without email.parser (fastresponse)
     #: the read timeout set on the socket (``_UNSET``: none yet)
     applied: object = _UNSET
     #: a blocking socket with kernel timeouts, checked with TCP_INFO when idle
@@ -380,6 +388,14 @@ class _Conn(http.client.HTTPConnection):
     #: the raw TCP_INFO when the connection was put back in the pool (``track``)
     idle_info = b""
     busy: set[_Conn] | None = None  # its pool's held connections: left as it closes
+    #: the deadline (``time.monotonic()``) of the request it carries (``fastsocket``)
+    deadline: float | None = None
+
+    def response_class(  # type: ignore[override]
+        self, sock: Any, debuglevel: int = 0, method: Any = None, url: Any = None
+    ) -> FastResponse:
+        """The response: header fields without email.parser; read within ``deadline``."""
+        return FastResponse(sock, debuglevel, method, url, bound=self)
 
     def close(self) -> None:
         busy = self.busy
@@ -397,16 +413,7 @@ class _Conn(http.client.HTTPConnection):
                 pass
 
     def apply_timeout(self, timeout: float | None) -> None:
-        sock = self.sock
-        if self.kernel:
-            sock.settimeout(None)  # blocking: no poll before each send and recv
-            seconds = 0.0 if timeout is None else max(timeout, 1e-6)  # 0: no limit
-            whole = int(seconds)
-            value = struct.pack("@ll", whole, int((seconds - whole) * 1e6))
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, value)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, value)
-        else:
-            sock.settimeout(timeout)
+        set_timeouts(self.sock, timeout, self.kernel)
         self.timeout = timeout
         self.applied = timeout
 
@@ -455,16 +462,15 @@ class _Conn(http.client.HTTPConnection):
             raise http.client.CannotSendRequest(self._HTTPConnection__state)
         self._method = method
         self._HTTPConnection__state = _CS_REQ_SENT
-        sock = self.sock
         if body is None:
-            sock.sendall(
-                head + (b"Content-Length: 0\r\n\r\n" if method in _BODY_METHODS else b"\r\n")
+            send_within(
+                self, head + (b"Content-Length: 0\r\n\r\n" if method in _BODY_METHODS else b"\r\n")
             )
         elif len(body) <= _ONE_WRITE:
-            sock.sendall(b"%sContent-Length: %d\r\n\r\n%s" % (head, len(body), body))
+            send_within(self, b"%sContent-Length: %d\r\n\r\n%s" % (head, len(body), body))
         else:
-            sock.sendall(b"%sContent-Length: %d\r\n\r\n" % (head, len(body)))
-            sock.sendall(body)
+            send_within(self, b"%sContent-Length: %d\r\n\r\n" % (head, len(body)))
+            send_within(self, body)
 
     _HTTPConnection__state: str
     _HTTPConnection__response: http.client.HTTPResponse | None
@@ -516,28 +522,6 @@ class _Undelivered(ConnectionError):
 
 _info = tcp_info
 
-#: TCP keep-alive of every pooled connection: the first probe after 15 s idle (as Go's
-#: net.Dialer), then every 5 s, 3 unanswered end it. A stream that waits for the server
-#: (a GET back-channel, a 2026-07-28 ``subscriptions/listen`` reply, read timeout 24 h)
-#: otherwise never learns that the server vanished without a FIN: the first probe meets a
-#: reset (a new process on the port) or goes unanswered (a host gone), and the read fails.
-_KEEP_ALIVE = (
-    (getattr(socket, "TCP_KEEPIDLE", None) or getattr(socket, "TCP_KEEPALIVE", None), 15),
-    (getattr(socket, "TCP_KEEPINTVL", None), 5),
-    (getattr(socket, "TCP_KEEPCNT", None), 3),
-)
-
-
-def _keep_alive(sock: socket.socket) -> None:
-    """Turn TCP keep-alive on for a new connection (see ``_KEEP_ALIVE``); best effort."""
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
-        for option, value in _KEEP_ALIVE:
-            if option is not None:
-                sock.setsockopt(socket.IPPROTO_TCP, option, value)
-    except OSError:
-        pass
-
 
 def _stale(sock: socket.socket, idle_info: bytes) -> bool:
     """``_readable`` without releasing the GIL (Linux, plain TCP): True if the peer closed
@@ -585,21 +569,7 @@ def _readable(sock: socket.socket) -> bool:
 _poll = getattr(select, "poll", None)
 
 
-def _ssl_context(verify: bool | str, cert: str | tuple[str, str] | None) -> ssl.SSLContext:
-    """An SSL context with requests' semantics for ``verify`` and ``cert``."""
-    if verify is False:
-        context = ssl.create_default_context()
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-    else:
-        bundle = verify if isinstance(verify, str) else requests.utils.DEFAULT_CA_BUNDLE_PATH
-        if os.path.isdir(bundle):
-            context = ssl.create_default_context(capath=bundle)
-        else:
-            context = ssl.create_default_context(cafile=bundle)
-    if cert:
-        if isinstance(cert, (tuple, list)):
-            context.load_cert_chain(cert[0], cert[1])
-        else:
-            context.load_cert_chain(cert)
-    return context
+def _streams(response: http.client.HTTPResponse) -> bool:
+    """True for an event stream's head (``text/event-stream``)."""
+    ctype = response.msg.get("content-type")
+    return ctype is not None and ctype.lstrip()[:17].lower() == "text/event-stream"

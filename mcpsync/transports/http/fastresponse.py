@@ -15,6 +15,10 @@ blocking socket, see ``fastpool``): Python's socket file takes the ``EAGAIN`` th
 such a wait for "no data yet" and returns nothing, which ``http.client`` would read as
 the server closing; here it is a timeout, as on a socket with Python's own timeout.
 
+Each read keeps within the deadline of the request it belongs to, when its connection
+carries one (``fastsocket``): a reply trickled a byte at a time ends at the request's
+timeout, not after one read timeout per byte.
+
 And the connection's TCP record when it ends before the response head (``HeadLost``, with
 Linux ``TCP_INFO`` taken before ``http.client`` closes the socket): ``fastpool`` reads
 from it whether the request ever reached the server.
@@ -29,6 +33,8 @@ import re
 import socket
 import sys
 from typing import Any
+
+from .fastsocket import keep_within
 
 __all__ = ["FastResponse", "HeadLost", "parse_head", "tcp_info", "INFO_LEN"]
 
@@ -86,9 +92,16 @@ def _email_head(lines: list[bytes]) -> http.client.HTTPMessage:
 
 
 class _TimedSocketIO(socket.SocketIO):
-    """A socket's raw reader where ``EAGAIN`` (a kernel timeout) raises ``TimeoutError``."""
+    """A socket's raw reader where ``EAGAIN`` (a kernel timeout) raises ``TimeoutError``;
+    with a ``bound`` (the pool connection), each read is kept within its request's
+    deadline (``fastsocket.keep_within``)."""
+
+    bound: Any = None
 
     def readinto(self, b: Any) -> int | None:
+        bound = self.bound
+        if bound is not None and bound.deadline is not None:
+            keep_within(bound, self._sock, "reading the reply")  # type: ignore[attr-defined]
         count = super().readinto(b)
         if count is None:  # EAGAIN: never "no data yet" on a blocking socket
             self._timeout_occurred = True  # as SocketIO marks a timeout
@@ -100,26 +113,39 @@ class _Reader:
     """What ``HTTPResponse`` takes its file from: ``makefile`` as ``socket.makefile("rb")``
     makes it, over ``_TimedSocketIO``."""
 
-    __slots__ = ("sock",)
+    __slots__ = ("sock", "bound")
 
-    def __init__(self, sock: socket.socket) -> None:
+    def __init__(self, sock: socket.socket, bound: Any = None) -> None:
         self.sock = sock
+        self.bound = bound
 
     def makefile(self, mode: str) -> io.BufferedReader:
         sock = self.sock
         raw = _TimedSocketIO(sock, "rb")
+        raw.bound = self.bound
         sock._io_refs += 1  # type: ignore[attr-defined]  # socket.makefile's count: close waits for it
         return io.BufferedReader(raw, io.DEFAULT_BUFFER_SIZE)
 
 
 class FastResponse(http.client.HTTPResponse):
-    """``http.client.HTTPResponse`` with the header fields read by ``parse_head``."""
+    """``http.client.HTTPResponse`` with the header fields read by ``parse_head``; ``bound``:
+    the pool connection whose request's deadline every read of it is kept within."""
 
     def __init__(
-        self, sock: Any, debuglevel: int = 0, method: str | None = None, url: str | None = None
+        self,
+        sock: Any,
+        debuglevel: int = 0,
+        method: str | None = None,
+        url: str | None = None,
+        bound: Any = None,
     ) -> None:
-        reader = _Reader(sock) if isinstance(sock, socket.socket) else sock
+        reader = _Reader(sock, bound) if isinstance(sock, socket.socket) else sock
         super().__init__(reader, debuglevel, method, url)  # type: ignore[arg-type]
+
+    def raw_socket(self) -> socket.socket | None:
+        """The socket this response reads from (None: read to its end already)."""
+        raw = self.fp.raw if isinstance(self.fp, io.BufferedReader) else None
+        return raw._sock if isinstance(raw, _TimedSocketIO) else None  # type: ignore[attr-defined]
 
     def begin(self) -> None:
         if self.headers is not None:
