@@ -75,7 +75,7 @@ def _check(results: list[tuple[str, int, list[str]]], counts: dict[str, Any], *,
     assert auth_server.stats()["authorizations"] == 1, seen  # nobody authorized again
 
 
-def test_threads_of_one_process_refresh_once_per_expiry(tmp_path: Path) -> None:
+def test_threads_of_one_process_refresh_once_per_expiry(tmp_path: Path, no_leaks: None) -> None:
     threads, rounds, calls = 8, 4, 2
     store = tmp_path / "tokens.json"
     with serve() as server:
@@ -105,7 +105,7 @@ def test_threads_of_one_process_refresh_once_per_expiry(tmp_path: Path) -> None:
 
 
 def test_threads_sharing_one_keyring_service_refresh_once_per_expiry(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_leaks: None
 ) -> None:
     """The keyring store: 8 threads, each its own ``KeyringTokenStore`` over one backend;
     its lock file is in the per-user folder (0700, 0600)."""
@@ -163,8 +163,17 @@ def test_threads_sharing_one_keyring_service_refresh_once_per_expiry(
     assert os.stat(folder).st_mode & 0o777 == 0o700 and os.stat(lock).st_mode & 0o777 == 0o600
 
 
+@pytest.fixture
+def resource_tracker() -> None:
+    """multiprocessing's resource tracker, started before ``no_leaks`` looks: it is the
+    interpreter's helper (for the barrier's semaphores), lives until exit, and is not ours."""
+    from multiprocessing import resource_tracker as tracker
+
+    tracker.ensure_running()
+
+
 def test_8_threads_x_4_processes_share_one_token_file_one_refresh_per_expiry(
-    tmp_path: Path,
+    tmp_path: Path, resource_tracker: None, no_leaks: None
 ) -> None:
     processes, threads, rounds, calls = 4, 8, 3, 2
     store = tmp_path / "tokens.json"
@@ -209,7 +218,7 @@ def test_8_threads_x_4_processes_share_one_token_file_one_refresh_per_expiry(
 
 
 def test_dask_workers_in_2_processes_share_one_token_file(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_leaks: None
 ) -> None:
     """A ``LocalCluster`` with 2 worker processes (4 threads each): every task a fresh
     ``OAuth`` over the one file; one refresh per expiry across both processes."""
@@ -251,7 +260,9 @@ def test_dask_workers_in_2_processes_share_one_token_file(
         assert auth_server.stats()["authorizations"] == 1
 
 
-def test_a_token_about_to_expire_is_refreshed_once_for_8_threads(tmp_path: Path) -> None:
+def test_a_token_about_to_expire_is_refreshed_once_for_8_threads(
+    tmp_path: Path, no_leaks: None
+) -> None:
     """The path before a request (a stored token within ``refresh_skew`` of its expiry),
     not the 401 one: 8 threads with their own ``OAuth`` start at once; one refreshes, the
     others take its token from the store. The expiry is written into the file (no clock)."""
@@ -290,7 +301,7 @@ def test_a_token_about_to_expire_is_refreshed_once_for_8_threads(tmp_path: Path)
 
 
 def test_a_refresh_token_used_by_a_process_without_the_lock_falls_back_to_its_token(
-    tmp_path: Path,
+    tmp_path: Path, no_leaks: None
 ) -> None:
     """Another program (no lock) refreshes first and stores its token; our refresh with
     the refresh token it rotated gets invalid_grant: the store is read again and its token
@@ -340,7 +351,9 @@ def test_a_refresh_token_used_by_a_process_without_the_lock_falls_back_to_its_to
         assert stored["refresh_token"] == other["refresh_token"]  # not dropped, not replaced
 
 
-def test_a_rotated_refresh_token_is_never_sent_again_by_a_stale_holder(tmp_path: Path) -> None:
+def test_a_rotated_refresh_token_is_never_sent_again_by_a_stale_holder(
+    tmp_path: Path, no_leaks: None
+) -> None:
     """Two OAuth objects over one file; the first refreshes (rotation); the second, whose
     memory still holds the old token, must take the new one from the store, not send its
     old refresh token (which would revoke the family)."""
