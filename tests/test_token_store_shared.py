@@ -109,10 +109,12 @@ def test_threads_sharing_one_keyring_service_refresh_once_per_expiry(
 ) -> None:
     """The keyring store: 8 threads, each its own ``KeyringTokenStore`` over one backend;
     its lock file is in the per-user folder (0700, 0600)."""
-    keyring_backend = pytest.importorskip("keyring.backend")
+    pytest.importorskip("keyring")
+    from keyring.backend import KeyringBackend
+
     from mcpsync.auth.keyring_store import KeyringTokenStore
 
-    class DictKeyring(keyring_backend.KeyringBackend):  # type: ignore[misc]
+    class DictKeyring(KeyringBackend):
         priority = 1  # type: ignore[assignment]
 
         def __init__(self) -> None:
