@@ -450,3 +450,39 @@ def test_a_lock_held_by_another_thread_is_waited_for_within_the_bound(tmp_path: 
         release.set()
         t.join(10)
     assert waiter_store.get("k") == {"v": 1}
+
+
+def test_the_keyring_store_lock_wait_is_bounded_and_names_its_lock_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("keyring")
+    from keyring.backends import null
+
+    from mcpsync.auth.keyring_store import KeyringTokenStore
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    holder = KeyringTokenStore("svc", backend=null.Keyring())
+    waiter = KeyringTokenStore("svc", backend=null.Keyring(), lock_timeout=0.3)
+    taken, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with holder.locked():
+            taken.set()
+            release.wait(10)
+
+    t = threading.Thread(target=hold)
+    t.start()
+    try:
+        assert taken.wait(10)
+        started = time.monotonic()
+        with pytest.raises(LockTimeout) as info:
+            with waiter.locked():
+                pass
+        elapsed = time.monotonic() - started
+        assert 0.3 <= elapsed < 0.3 + 0.5, elapsed
+        assert str(tmp_path / "xdg" / "mcpsync" / "keyring-") in str(info.value)
+    finally:
+        release.set()
+        t.join(10)
+    with waiter.locked():  # free again
+        pass
