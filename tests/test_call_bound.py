@@ -56,6 +56,7 @@ def stall(s: mcpsync.Session, how: str) -> None:
         ("streamable", "unread body"),
         ("streamable", "trickle"),
         ("streamable", "trickle_head"),
+        ("streamable", "trickle_sse"),  # an SSE reply whose event comes a byte at a time
         ("sse", "unread body"),
         ("sse", "trickle_head"),  # the POST's 202 reply, a byte every 0.2 s
     ],
@@ -97,4 +98,16 @@ def test_stdio_call_timeout_bounds_a_write_the_server_does_not_read(no_leaks):
         assert elapsed <= 1.0 + SLACK, f"{elapsed:.2f} s for a 1 s timeout"
         # The server reads again after its pause: the cut message is finished first, then
         # this one goes out whole.
+        assert text(s.call_tool("echo", {"message": "hi"}, timeout=15)) == "len=2"
+
+
+def test_stdio_call_timeout_bounds_a_trickled_reply(no_leaks):
+    argv = [sys.executable, str(SERVERS_DIR / "pause_reading_server.py")]
+    with mcpsync.Session.connect(argv, era="legacy", timeout=20) as s:
+        started = time.monotonic()
+        with pytest.raises(RequestTimeout):
+            s.call_tool("trickle", {"every": 0.05}, timeout=1.0)  # ~80 bytes: ~4 s
+        elapsed = time.monotonic() - started
+        assert elapsed <= 1.0 + SLACK, f"{elapsed:.2f} s for a 1 s timeout"
+        # once the server is through its slow line, the session goes on
         assert text(s.call_tool("echo", {"message": "hi"}, timeout=15)) == "len=2"

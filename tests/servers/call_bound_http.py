@@ -9,7 +9,8 @@ replies, a session id) and the 2024-11-05 HTTP+SSE transport (``GET /sse``, then
   reading that connection (held open until ``stop()``): the client's write stalls;
 - ``tools/call`` of ``trickle``: a JSON reply of ``TRICKLE_BYTES`` bytes, 1 byte every
   ``every`` seconds (``trickle_head``: the status line and header fields too; over legacy
-  SSE the POST's 202 reply is the one trickled);
+  SSE the POST's 202 reply is the one trickled; ``trickle_sse``: an SSE reply whose head
+  comes at once, then its one event a byte at a time);
 - any other tool: its name echoed at once.
 
 ``served`` lists the methods answered, ``stalled`` is set once a body was left unread,
@@ -190,6 +191,14 @@ class CallBoundHTTP:
             if stream is not None:
                 stream.sendall(b"event: message\ndata: " + reply + b"\n\n")
             return True
+        if name == "tools/call" and tool == "trickle_sse":
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n")
+            event = b"event: message\ndata: " + reply + b"\n\n"
+            for i in range(len(event)):
+                conn.sendall(event[i : i + 1])
+                if self._stop.wait(self.every):
+                    break
+            return False  # the stream ends with the connection
         extra = {"Mcp-Session-Id": "stall-1"} if name == "initialize" else {}
         self._send(conn, 200, reply, extra, trickle=trickle, whole=tool == "trickle_head")
         return True

@@ -2,6 +2,7 @@
 
 For tests/test_call_bound.py. Tools: ``pause {"seconds": S}`` answers, then reads nothing
 from stdin for S seconds (a client's big write stalls on the full pipe), then reads on;
+``trickle {"every": S}`` writes its reply (about 80 bytes) a byte every S seconds;
 ``echo {"message": M}`` answers with the length of M (``len=N``).
 """
 
@@ -34,6 +35,12 @@ def main() -> None:
             elif method == "tools/call" and params.get("name") == "pause":
                 reply(rid, {"content": [{"type": "text", "text": "paused"}]})
                 time.sleep(float(params["arguments"]["seconds"]))
+            elif method == "tools/call" and params.get("name") == "trickle":
+                text = json.dumps({"jsonrpc": "2.0", "id": rid, "result": {"content": []}}) + "\n"
+                for char in text:
+                    sys.stdout.write(char)
+                    sys.stdout.flush()
+                    time.sleep(float(params["arguments"]["every"]))
             elif method == "tools/call":
                 size = len(str((params.get("arguments") or {}).get("message", "")))
                 reply(rid, {"content": [{"type": "text", "text": f"len={size}"}]})
