@@ -382,3 +382,136 @@ def test_http_the_request_body_write_is_bounded_by_the_calls_timeout(
     elapsed, error = timed(lambda: http_session.call_tool("echo", {"message": big}, timeout=2))
     check_bound(elapsed, error, 2)
     usable(http_session)
+
+
+# ===================================================================== Host, config, smoke, CLI
+
+
+def entry(*flags: str, **keys: Any) -> dict[str, Any]:
+    """A config entry running the stall server with ``flags`` and extra entry ``keys``."""
+    return {"command": sys.executable, "args": [STALL, *flags], **keys}
+
+
+def test_host_start_timeout_bounds_start(no_leaks: None) -> None:
+    config = {"mcpServers": {"silent": entry("--hang", "*")}}  # its connect_timeout: 30 s
+    host = mcpsync.Host(config, start_timeout=1)  # (``with Host(...)`` would start it too)
+    try:
+        elapsed, error = timed(host.start)
+        assert error is None, error  # start() never raises for a server: it is still connecting
+        assert 1 - EARLY <= elapsed <= 1 + SLACK, f"start_timeout=1 took {elapsed:.2f} s"
+    finally:
+        host.close()
+
+
+def test_host_start_timeout_argument_bounds_start(no_leaks: None) -> None:
+    config = {"mcpServers": {"silent": entry("--hang", "*")}}
+    host = mcpsync.Host(config)
+    try:
+        elapsed, error = timed(lambda: host.start(timeout=1))
+        assert error is None, error
+        assert 1 - EARLY <= elapsed <= 1 + SLACK, f"start(timeout=1) took {elapsed:.2f} s"
+    finally:
+        host.close()
+
+
+def test_host_connect_all_timeout_bounds_lazy_bring_ups(no_leaks: None) -> None:
+    config = {"mcpServers": {"silent": entry("--hang", "*", lazy=True)}}
+    with mcpsync.Host(config) as host:
+        elapsed, error = timed(lambda: host.connect_all(timeout=1))
+        assert error is None, error
+        assert 1 - EARLY <= elapsed <= 1 + SLACK, f"connect_all(timeout=1) took {elapsed:.2f} s"
+
+
+@pytest.mark.parametrize("key", ["connect_timeout", "connectTimeout"])
+def test_config_entry_connect_timeout_bounds_its_bring_up(key: str, no_leaks: None) -> None:
+    config = {"mcpServers": {"silent": entry("--hang", "*", **{key: 1})}}
+    host = mcpsync.Host(config)
+    try:
+        elapsed, error = timed(host.start)  # waits for the bring-up: it ends at 1 s
+        assert error is None, error
+        check_bound(elapsed, host.errors.get("silent"), 1)
+    finally:
+        host.close()
+
+
+def test_config_entry_timeout_is_the_sessions_request_timeout(no_leaks: None) -> None:
+    config = {"mcpServers": {"stall": entry(timeout=1)}}
+    with mcpsync.Host(config) as host:
+        host.start()
+        elapsed, error = timed(lambda: host.call_tool("hang", {}))
+        check_bound(elapsed, error, 1)
+        assert host.call_tool("echo", {"message": "ok"}).content[0].text == "ok"
+
+
+@pytest.mark.parametrize("how", ["close_timeout", "close(timeout)"])
+def test_host_close_timeout_bounds_close_of_servers_that_will_not_stop(
+    how: str, no_leaks: None
+) -> None:
+    config = {"mcpServers": {"a": entry("--deaf"), "b": entry("--deaf")}}
+    host = mcpsync.Host(config, close_timeout=1 if how == "close_timeout" else 10.0)
+    host.start()
+    assert not host.errors, host.errors
+    pids = {p.pid for p in _children()}
+    assert len(pids) == 2
+    elapsed, error = timed(host.close if how == "close_timeout" else lambda: host.close(timeout=1))
+    assert error is None, error
+    # each server's own ladder (stdin EOF, SIGTERM: 2 s each) is longer than the bound
+    assert 1 - EARLY <= elapsed <= 1 + SLACK, f"close within 1 s took {elapsed:.2f} s"
+    # the ladder goes on in the background: SIGKILL after 2 x shutdown_timeout (2 s)
+    assert not wait_gone(pids, 10), "a server outlived the host's close()"
+
+
+def test_smoke_connect_timeout_bounds_each_entry(no_leaks: None) -> None:
+    config = {"mcpServers": {"silent": entry("--hang", "*"), "ok": entry()}}
+    elapsed, error = timed(lambda: report.append(mcpsync.smoke(config, connect_timeout=1)))
+    assert error is None, error
+    assert elapsed <= 1 + SLACK, f"smoke(connect_timeout=1) took {elapsed:.2f} s"
+    silent, ok = report[0]["silent"], report[0]["ok"]
+    assert silent.failure == "timeout", silent
+    assert silent.seconds is not None and 1 - EARLY <= silent.seconds <= 1 + SLACK
+    assert ok.ok, ok
+
+
+report: list[Any] = []
+
+
+def test_smoke_timeout_bounds_each_call(no_leaks: None) -> None:
+    config = {"mcpServers": {"stall": entry()}}
+    found: list[Any] = []
+    elapsed, error = timed(lambda: found.append(mcpsync.smoke(config, timeout=1, calls=["hang"])))
+    assert error is None, error
+    (call,) = found[0]["stall"].calls
+    assert not call.ok and call.failure == "timeout", call
+    assert 1 - EARLY <= call.seconds <= 1 + SLACK, call
+    assert elapsed <= 1 + SLACK + 1.0, f"smoke took {elapsed:.2f} s"  # + bring-up and close
+
+
+def test_cli_connect_timeout(no_leaks: None) -> None:
+    import io
+
+    from mcpsync.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["tools", "--connect-timeout", "1", "--", *stall_argv("--hang", "*")]
+    started = time.monotonic()
+    code = main(argv, stdout=out, stderr=err)
+    elapsed = time.monotonic() - started
+    assert code == 3, (code, err.getvalue())  # 3: cannot connect
+    assert 1 - EARLY <= elapsed <= 1 + SLACK, f"--connect-timeout 1 took {elapsed:.2f} s"
+    assert "connect_timeout=1" in err.getvalue()
+
+
+def test_cli_timeout(no_leaks: None) -> None:
+    import io
+
+    from mcpsync.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["call", "--timeout", "1", "--no-progress", "hang", "--", *stall_argv()]
+    started = time.monotonic()
+    code = main(argv, stdout=out, stderr=err)
+    elapsed = time.monotonic() - started
+    assert code == 1, (code, err.getvalue())  # 1: the call failed
+    # bring-up (a Python server starting) and close come on top of the call's 1 s
+    assert elapsed <= 1 + SLACK + 1.5, f"--timeout 1 took {elapsed:.2f} s"
+    assert "within 1 s" in err.getvalue(), err.getvalue()
