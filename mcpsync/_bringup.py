@@ -43,7 +43,7 @@ log = logging.getLogger("mcpsync")
 
 #: how long past the bring-up's deadline a failed bring-up waits for the unwinding of what
 #: it started (seconds); the rest of the shutdown ladder goes on in the background
-UNWIND_GRACE = 0.25
+UNWIND_GRACE = 0.1
 
 
 class BringUp:

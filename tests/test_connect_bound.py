@@ -120,15 +120,19 @@ def _mute_http(read_request: bool) -> Iterator[str]:
     held: list[socket.socket] = []
     stop = threading.Event()
 
+    server.settimeout(0.1)  # accept() looks at ``stop`` this often (close() does not wake it)
+
     def serve() -> None:
         while not stop.is_set():
             try:
                 conn, _ = server.accept()
+            except TimeoutError:
+                continue
             except OSError:
                 return
             held.append(conn)
+            conn.settimeout(0.5)
             if read_request:
-                conn.settimeout(0.5)
                 try:
                     conn.recv(65536)
                 except OSError:
@@ -140,10 +144,10 @@ def _mute_http(read_request: bool) -> Iterator[str]:
         yield f"http://127.0.0.1:{server.getsockname()[1]}/mcp"
     finally:
         stop.set()
+        thread.join(5)
         server.close()
         for conn in held:
             conn.close()
-        thread.join(5)
 
 
 @pytest.mark.parametrize("read_request", [False, True], ids=["accepts", "reads"])
@@ -190,9 +194,10 @@ def test_a_script_exiting_right_after_the_error_leaves_no_server(tmp_path: Path)
     script.write_text(
         "import sys, time, mcpsync\n"
         f"argv = {fault_argv('--silent', '--keep-running', '--ignore-term', '--count', str(pid_file))!r}\n"
+        "Session = mcpsync.Session  # its first use imports it: not part of the bring-up\n"
         "t0 = time.monotonic()\n"
         "try:\n"
-        "    mcpsync.Session.connect(argv, connect_timeout=1.5)\n"
+        "    Session.connect(argv, connect_timeout=1.5)\n"
         "except mcpsync.MCPSyncError as exc:\n"
         "    print(type(exc).__name__, round(time.monotonic() - t0, 3), flush=True)\n"
     )
