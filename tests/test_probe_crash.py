@@ -203,3 +203,18 @@ def test_a_folder_others_can_write_is_neither_read_nor_written(tmp_path: Path):
     with mcpsync.Session.connect(old_sdk_argv(count), _caches=fresh_caches(cache)) as s:
         assert "fresh process" in s.era_reason
     assert (cache / FILE_NAME).read_bytes() == before and sorted(os.listdir(cache)) == [FILE_NAME]
+
+
+def test_a_server_that_logs_the_probe_error_and_serves_on_is_not_restarted(tmp_path: Path):
+    """The traceback on stderr ends the probe's wait; ``initialize`` is answered, so the
+    same process serves (no restart, nothing kept), and ``era_reason`` says so."""
+    count = tmp_path / "count"
+    argv = [sys.executable, SERVER, "--old-sdk-survives", "--count", str(count)]
+    t0 = time.monotonic()
+    with mcpsync.Session.connect(argv, _caches=fresh_caches(tmp_path / "cache")) as s:
+        elapsed = time.monotonic() - t0
+        assert s.era == "legacy" and "stderr" in s.era_reason and "server/discover" in s.era_reason
+        assert s.call_tool("echo", {"message": "one life"}).content[0].text == "one life"
+    assert seen(count) == ["start", "discover", "initialize"]
+    assert elapsed < DEFAULT_PROBE_TIMEOUT  # not the probe's patience
+    assert not (tmp_path / "cache" / FILE_NAME).exists()

@@ -14,6 +14,8 @@ Owns: one flag per bring-up fault a user meets:
 --old-sdk            die of ``server/discover`` as servers built with old SDKs do (mcp
                      1.6.0 via chroma-mcp): a traceback naming the method on stderr, then
                      deaf until the next line arrives, then exit 1
+--old-sdk-survives   the same traceback on ``server/discover``, left unanswered, and then
+                     serve on (``initialize`` works)
 
 Tools: ``echo``.
 """
@@ -54,6 +56,7 @@ def main() -> int:
     parser.add_argument("--ignore-term", action="store_true")
     parser.add_argument("--stderr", default="")
     parser.add_argument("--old-sdk", action="store_true")
+    parser.add_argument("--old-sdk-survives", action="store_true")
     args = parser.parse_args()
     note(args.count, f"start {os.getpid()}")
     if args.ignore_term:
@@ -69,9 +72,15 @@ def main() -> int:
             note(args.count, method.split("/")[-1])
         if args.silent or rid is None:
             continue
-        if method == "server/discover" and args.old_sdk and not initialized:
+        if (
+            method == "server/discover"
+            and (args.old_sdk or args.old_sdk_survives)
+            and not initialized
+        ):
             sys.stderr.write(TRACEBACK + "\n")
             sys.stderr.flush()
+            if args.old_sdk_survives:
+                continue
             sys.stdin.readline()  # its session died: deaf until the next line, then gone
             return 1
         if method == "initialize":
