@@ -18,7 +18,13 @@ from typing import Any, Protocol
 
 from ._calls import _Call
 from ._shared import SENDS
-from .errors import MCPSyncError, RequestCancelled, SessionExpired, TransportError
+from .errors import (
+    MCPSyncError,
+    RequestCancelled,
+    SessionExpired,
+    SessionKeptExpiring,
+    TransportError,
+)
 from .transports.base import Message, Transport
 
 __all__ = ["Sender", "send_later", "send_failed"]
@@ -97,7 +103,11 @@ def send_failed(
     """The first send of a request raised: re-initialize and re-send once, or fail the call."""
     extra = {"headers": headers} if headers else _NO_EXTRA
     if isinstance(exc, SessionExpired):
-        if conn.reinitialize is None or call.method == "initialize":
+        if (
+            conn.reinitialize is None
+            or call.method == "initialize"
+            or isinstance(exc, SessionKeptExpiring)  # the transport's bounds: given up
+        ):
             conn._retire(call, exc)
             return
         try:

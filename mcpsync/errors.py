@@ -27,6 +27,7 @@ __all__ = [
     "TLSError",
     "HTTPStatusError",
     "SessionExpired",
+    "SessionKeptExpiring",
     "ProtocolError",
     "HandshakeError",
     "VersionMismatch",
@@ -161,6 +162,16 @@ class HTTPStatusError(TransportError):
 
 class SessionExpired(TransportError):
     """The server no longer knows our HTTP session (404 on a request with a session id)."""
+
+
+class SessionKeptExpiring(SessionExpired):
+    """The HTTP session expired again after each re-initialization: given up, nothing
+    more is re-initialized for this request. ``reasons``: the expiries it met, oldest
+    first (bounds: ``transports.http.session``)."""
+
+    def __init__(self, message: str, reasons: list[SessionExpired]) -> None:
+        super().__init__(message)
+        self.reasons = reasons
 
 
 class ProtocolError(MCPSyncError):

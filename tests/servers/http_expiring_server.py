@@ -6,7 +6,9 @@ Run: ``python http_expiring_server.py --expire-every N --expiries K``. It prints
 Spec-following session handling: ``initialize`` (without ``Mcp-Session-Id``) opens a new
 session and names it in the reply; a later POST must carry the current session id: an
 expired or unknown one gets 404, none at all gets 400. After the current session has
-answered N ``tools/call`` requests it expires (K times in all). ``GET /stats`` (not MCP)
+answered N ``tools/call`` requests it expires (K times in all). With ``--forget-at-once`` every
+session expires at once, every time: each request after ``initialize`` gets 404 (and is not
+run); notifications are still accepted. ``GET /stats`` (not MCP)
 returns the counters as JSON: initializes, calls answered, 404s sent, requests that came
 without a session id, expiries.
 """
@@ -25,8 +27,9 @@ VERSION = "2025-11-25"
 
 
 class State:
-    def __init__(self, expire_every: int, expiries: int) -> None:
+    def __init__(self, expire_every: int, expiries: int, forget_at_once: bool = False) -> None:
         self.expire_every = expire_every
+        self.forget_at_once = forget_at_once
         self.max_expiries = expiries
         self.lock = threading.Lock()
         self.ids = itertools.count(1)
@@ -106,7 +109,7 @@ def make_handler(state: State) -> type[BaseHTTPRequestHandler]:
                         },
                     )
                     return
-                if session != state.current:
+                if session != state.current or (state.forget_at_once and "id" in message):
                     state.stats["not_found"] += 1
                     self._send(
                         404,
@@ -146,14 +149,21 @@ def make_handler(state: State) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+    # a backlog of 5 (the default) drops the SYNs of many threads connecting at once:
+    # each such connect then waits ~1 s for the retransmission
+    request_queue_size = 128
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--expire-every", type=int, default=50)
     parser.add_argument("--expiries", type=int, default=6)
+    parser.add_argument("--forget-at-once", action="store_true")
     args = parser.parse_args()
-    state = State(args.expire_every, args.expiries)
-    server = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(state))
-    server.daemon_threads = True
+    state = State(args.expire_every, args.expiries, args.forget_at_once)
+    server = Server(("127.0.0.1", 0), make_handler(state))
     port = server.server_address[1]
     print(f"http_expiring_server ready: http://127.0.0.1:{port}/mcp", file=sys.stderr, flush=True)
     server.serve_forever()

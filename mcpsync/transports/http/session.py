@@ -3,9 +3,11 @@
 Owns: the headers each kind of request goes out with (initialize, POST, GET/DELETE),
 capturing the session id the server assigns, session expiry (a 404 to a request that
 carried the id: exactly one request re-initializes, the others wait for it and are sent
-again with the new id; a request re-initializes at most ``MAX_REINITIALIZATIONS`` times,
-``SessionKeptExpiring`` after that), and DELETE of the session on close. A mixin of
-``StreamableHTTPTransport``: it works on that transport's state, under its state lock.
+again with the new id; bounded twice, see ``_expired_again``: a request alone re-initializes
+at most ``MAX_REINITIALIZATIONS`` times, and at most ``MAX_FRUITLESS`` re-initializations
+in a row, whoever leads them, may each end in a session that expired before it answered
+any request; ``SessionKeptExpiring`` after that), and DELETE of the session on close. A
+mixin of ``StreamableHTTPTransport``: it works on that transport's state, under its lock.
 """
 
 from __future__ import annotations
@@ -17,18 +19,29 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ...errors import MCPSyncError, RequestTimeout, SessionExpired, TransportError
+from ...errors import (
+    MCPSyncError,
+    RequestTimeout,
+    SessionExpired,
+    SessionKeptExpiring,
+    TransportError,
+)
 from ..base import Message
 from .client import ACCEPT_POST, HTTPClient, Target, discard
 
-__all__ = ["SessionLifecycle", "SessionKeptExpiring", "MAX_REINITIALIZATIONS"]
+__all__ = ["SessionLifecycle", "SessionKeptExpiring", "MAX_REINITIALIZATIONS", "MAX_FRUITLESS"]
 
 log = logging.getLogger("mcpsync.http")
 
 #: sends of one message that may each race a session expiry before it gives up
 MAX_RESENDS = 8
-#: re-initializations one request may lead (the connection's, then the transport's)
-MAX_REINITIALIZATIONS = 3
+#: re-initializations one request may lead while no other request is under way (the
+#: connection's, then the transport's); the next expiry fails it
+MAX_REINITIALIZATIONS = 2
+#: re-initializations in a row, led by any requests, whose new session expired before it
+#: answered a request; the next expiry fails every request under way (a server that
+#: forgets each session at once costs this many, not that many per thread)
+MAX_FRUITLESS = 3
 #: requests remembered as having led a re-initialization (their re-send is to come)
 _LED_MAX = 64
 #: longest wait for a re-initialization when the request has no timeout
@@ -37,13 +50,17 @@ _STALE, _LEADER, _HANDSHAKE = "stale", "leader", "handshake"
 _SESSION_ID = re.compile(r"[\x21-\x7e]{1,1024}")
 
 
-class SessionKeptExpiring(SessionExpired):
-    """The session expired again each time the request was sent after a re-initialization,
-    ``MAX_REINITIALIZATIONS`` times: given up. ``reasons``: every expiry, oldest first."""
+class Leads:
+    """The expiries one request met as the leader of a re-initialization; ``own``: how
+    many of those it met with no other request under way (its own bound); ``entered``:
+    ``_given_up`` when it was first sent (its re-sends are the same request)."""
 
-    def __init__(self, message: str, reasons: list[SessionExpired]) -> None:
-        super().__init__(message)
-        self.reasons = reasons
+    __slots__ = ("reasons", "own", "entered")
+
+    def __init__(self, entered: int) -> None:
+        self.reasons: list[SessionExpired] = []
+        self.own = 0
+        self.entered = entered
 
 
 class SessionLifecycle:
@@ -67,13 +84,19 @@ class SessionLifecycle:
     _expiry: str | None  # None, _STALE, _LEADER or _HANDSHAKE
     _expired_id: str | None
     _expiry_generation: int
+    #: re-initializations since a request was last answered (``MAX_FRUITLESS``)
+    _fruitless: int
+    #: how many times every request under way was failed (``_give_up``)
+    _given_up: int
+    #: ids of the requests under way that met an expiry (waited, raced or led)
+    _involved: set[Any]
     _closing: threading.Event
     _init_headers: dict[str, str]
     _post_headers: dict[str, str]
     _post_session: str | None
-    #: request id -> the expiries it met, for requests that led a re-initialization
+    #: request id -> the expiries it led, for requests that led a re-initialization
     #: whose re-send has not come yet
-    _led: dict[Any, list[SessionExpired]]
+    _led: dict[Any, Leads]
 
     def describe(self) -> str:
         raise NotImplementedError
@@ -139,29 +162,39 @@ class SessionLifecycle:
                     self._expiry = _HANDSHAKE
             elif self._expiry is _HANDSHAKE:
                 self._expiry = None
+                self._fruitless += 1  # until a request is answered on the new session
                 self._session_cond.notify_all()
                 renewed = True
         if renewed:
             self._renew_back_channel()  # the old session's GET stream goes
 
     def _await_session(
-        self, method: str | None, is_request: bool, read_timeout: float | None
+        self,
+        method: str | None,
+        is_request: bool,
+        read_timeout: float | None,
+        request_id: Any = None,
+        entered: int = 0,
     ) -> tuple[dict[str, str], str | None, float | None]:
         """Called with the state lock held while ``_expiry`` is set: the headers to send with
         once the new session is up, and what is left of ``read_timeout``; raises
         ``SessionExpired`` to the request that is to lead the re-initialization,
-        ``RequestTimeout`` when it does not come in time."""
+        ``RequestTimeout`` when it does not come in time, ``SessionKeptExpiring`` when the
+        requests under way were given up since this one was sent (``entered``)."""
         if not is_request:
             raise SessionExpired(
                 f"{self.describe()}: the session expired and is being re-initialized; "
                 f"{method or 'the response'} was not sent"
             )
+        self._involved.add(request_id)
         bound = read_timeout if read_timeout is not None else _REINIT_WAIT
         deadline = time.monotonic() + bound
         generation = self._expiry_generation
         while True:
             if self._closing.is_set():
                 raise TransportError(f"{self.describe()}: transport is closed")
+            if self._given_up != entered:
+                raise self._kept_expiring(method, [])
             if self._expiry is None:
                 left = None if read_timeout is None else max(deadline - time.monotonic(), 0.01)
                 return self._post_headers, self._post_session, left
@@ -187,53 +220,94 @@ class SessionLifecycle:
     # A request that leads gets ``SessionExpired``; the connection re-initializes (once per
     # call, its rule) and sends it again. If the server expires the session again before
     # that re-send is answered, the request leads once more, and here the transport
-    # re-initializes itself through ``reinitialize_session`` and sends it again, until the
-    # request has led ``MAX_REINITIALIZATIONS`` re-initializations; the next expiry fails
-    # it with ``SessionKeptExpiring`` (every expiry kept), and leaves the session stale so
-    # that the next request leads a new re-initialization. A 404 means the server did not
-    # run the request: each re-send is safe.
+    # re-initializes itself through ``reinitialize_session`` and sends it again. Two
+    # bounds end it, each with ``SessionKeptExpiring`` (every expiry the request led kept
+    # as a reason): a request that leads while no other request is under way does so at
+    # most ``MAX_REINITIALIZATIONS`` times (a server that forgets each session at once
+    # costs one call 2 re-initializations, not 3); and once ``MAX_FRUITLESS``
+    # re-initializations in a row each ended in a session that expired before it answered
+    # a request, the next expiry fails the leader and every request under way (8 threads
+    # cost 3 in all, not 3 each). Several requests under way share the second bound only:
+    # 8 threads through 3 expiries in a row all get through, whichever request meets
+    # which. The session is then left stale, the streak forgotten: the next request
+    # leads a new re-initialization. A 404 means the server did not run the request: each
+    # re-send is safe.
 
     def _expired_again(
         self,
         request_id: Any,
         method: str | None,
         error: SessionExpired,
-        reasons: list[SessionExpired] | None,
-    ) -> list[SessionExpired]:
+        leads: Leads | None,
+        entered: int = 0,
+    ) -> Leads:
         """``error``: the request ``request_id`` is to lead a re-initialization. Raises it
         (the connection re-initializes) the first time; re-initializes through the hook
         and returns the expiries so far (send again) the next times; raises
-        ``SessionKeptExpiring`` past the bound."""
+        ``SessionKeptExpiring`` past either bound."""
         hook = self.reinitialize_session
         if hook is None:
             raise error
         with self._state_lock:
-            if reasons is None:
-                reasons = self._led.pop(request_id, None)
-            if reasons is None:  # its first: the connection's rule
-                if len(self._led) >= _LED_MAX:
-                    self._led.clear()  # requests whose re-send never came (a failed one)
-                self._led[request_id] = [error]
-                raise error
-            reasons.append(error)
-            if len(reasons) > MAX_REINITIALIZATIONS:
-                if self._expiry is _LEADER:  # nobody re-initializes: the next request leads
+            first = leads is None and request_id not in self._led
+            if leads is None:
+                leads = self._led.pop(request_id, None) or Leads(entered)
+            entered = leads.entered
+            leads.reasons.append(error)
+            self._involved.add(request_id)
+            if len(self._involved) <= 1:
+                leads.own += 1  # no other request is under way: this one's own bound
+            if self._given_up != entered:  # given up while under way: the next one leads
+                if self._expiry is _LEADER:
                     self._expiry = _STALE
                     self._session_cond.notify_all()
-                lines = "; ".join(str(r) for r in reasons[-2:])
-                raise SessionKeptExpiring(
-                    f"{self.describe()}: the session expired {len(reasons)} times while "
-                    f"sending {method} (re-initialized {len(reasons) - 1} times, each time "
-                    f"the new session expired before the request was answered): {lines}",
-                    reasons,
-                ) from error
+                raise self._kept_expiring(method, leads.reasons) from error
+            if self._fruitless >= MAX_FRUITLESS or leads.own > MAX_REINITIALIZATIONS:
+                self._give_up()
+                raise self._kept_expiring(method, leads.reasons) from error
+            if first:  # its first: the connection's rule
+                if len(self._led) >= _LED_MAX:
+                    self._led.clear()  # requests whose re-send never came (a failed one)
+                self._led[request_id] = leads
+                raise error
         log.warning(
             "mcpsync: %s: the session expired again while %s was re-sent; initializing again",
             self.describe(),
             method,
         )
         hook()  # its failure is the request's (a failed handshake leaves the session stale)
-        return reasons
+        return leads
+
+    def _give_up(self) -> None:
+        """With the state lock held: no re-initialization now. Every request under way
+        fails (``_given_up`` moves on), the session is left stale for the next request
+        to lead, and the streak starts again."""
+        if self._expiry is _LEADER:
+            self._expiry = _STALE
+        self._given_up += 1
+        self._fruitless = 0
+        self._session_cond.notify_all()
+
+    def _kept_expiring(
+        self, method: str | None, reasons: list[SessionExpired]
+    ) -> SessionKeptExpiring:
+        bounds = (
+            f"at most {MAX_REINITIALIZATIONS} re-initializations for one request, "
+            f"{MAX_FRUITLESS} in a row in all whose new session expired unanswered"
+        )
+        if not reasons:  # a request that waited: given up with the others under way
+            return SessionKeptExpiring(
+                f"{self.describe()}: the HTTP session kept expiring after each "
+                f"re-initialization; {method} was given up unsent ({bounds})",
+                [],
+            )
+        lines = "; ".join(str(r) for r in reasons[-2:])
+        return SessionKeptExpiring(
+            f"{self.describe()}: the session expired {len(reasons)} times while sending "
+            f"{method} (it led {len(reasons) - 1} re-initializations; each new session "
+            f"expired before the request was answered; {bounds}): {lines}",
+            list(reasons),
+        )
 
     def _not_found(self, sent_session: str, is_request: bool) -> bool:
         """A 404 to a message sent with ``sent_session``. False: report ``SessionExpired``

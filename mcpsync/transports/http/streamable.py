@@ -62,7 +62,7 @@ from .client import (
     translate_error,
 )
 from .headers import encode_header_value, mcp_name
-from .session import _HANDSHAKE, MAX_RESENDS, SessionLifecycle
+from .session import _HANDSHAKE, MAX_RESENDS, Leads, SessionKeptExpiring, SessionLifecycle
 from .sse import EventTooLarge, SSEParser, _names_method, read_events, response_id
 from .streams import BackChannel, _retry_delay, _Stream
 
@@ -153,7 +153,10 @@ class StreamableHTTPTransport(BackChannel, SessionLifecycle, HTTPTransport):
         self._init_headers: dict[str, str] = {}
         self._post_headers: dict[str, str] = {}
         self._post_session: str | None = None
-        self._led: dict[Any, list[SessionExpired]] = {}
+        self._led: dict[Any, Leads] = {}
+        self._fruitless = 0
+        self._given_up = 0
+        self._involved: set[Any] = set()
         #: request id -> the cut of its POST while no reply stream carries it yet
         self._posting: dict[Any, _Cut] = {}
         self._rebuild_headers()
@@ -180,6 +183,7 @@ class StreamableHTTPTransport(BackChannel, SessionLifecycle, HTTPTransport):
             self._rebuild_headers()
             if self._expiry is _HANDSHAKE:  # a re-initialization is complete
                 self._expiry = None
+                self._fruitless += 1  # until a request is answered on the new session
                 self._session_cond.notify_all()
                 renewed = True
         if renewed:
@@ -214,24 +218,35 @@ class StreamableHTTPTransport(BackChannel, SessionLifecycle, HTTPTransport):
         ):
             self._send_handshake(message, method, read_timeout, headers)
             return
-        reasons: list[SessionExpired] | None = None  # expiries this request led
-        for _ in range(MAX_RESENDS):
-            try:
-                with self._state_lock:
-                    if self._expiry is None:
-                        hdrs, sent_session = self._post_headers, self._post_session
-                    else:  # the session expired: wait for the re-initialization (or lead it)
-                        hdrs, sent_session, read_timeout = self._await_session(
-                            method, is_request, read_timeout
-                        )
-                if self._post(
-                    message, method, is_request, hdrs, sent_session, read_timeout, headers
-                ):
-                    return
-            except SessionExpired as exc:  # this request is to lead a re-initialization
-                if not is_request:
+        leads: Leads | None = None  # the expiries this request led
+        entered = self._given_up  # requests under way are given up together (_give_up)
+        request_id = message["id"] if is_request else None
+        if self._led and request_id in self._led:  # the connection's re-send: as first sent
+            entered = self._led[request_id].entered
+        try:
+            for _ in range(MAX_RESENDS):
+                try:
+                    with self._state_lock:
+                        if self._expiry is None:
+                            hdrs, sent_session = self._post_headers, self._post_session
+                        else:  # the session expired: wait for the re-initialization (or lead it)
+                            hdrs, sent_session, read_timeout = self._await_session(
+                                method, is_request, read_timeout, request_id, entered
+                            )
+                    if self._post(
+                        message, method, is_request, hdrs, sent_session, read_timeout, headers
+                    ):
+                        return
+                except SessionKeptExpiring:
                     raise
-                reasons = self._expired_again(message["id"], method, exc, reasons)
+                except SessionExpired as exc:  # this request is to lead a re-initialization
+                    if not is_request:
+                        raise
+                    leads = self._expired_again(request_id, method, exc, leads, entered)
+        finally:
+            if request_id in self._involved:  # (read unlocked: the hot path never met one)
+                with self._state_lock:
+                    self._involved.discard(request_id)
         raise SessionExpired(
             f"{self.describe()}: the session expired {MAX_RESENDS} times while sending {method}"
         )
@@ -304,6 +319,8 @@ class StreamableHTTPTransport(BackChannel, SessionLifecycle, HTTPTransport):
         if 200 <= status < 300:
             if method == "initialize":
                 self._capture_session(response)
+            elif is_request and self._fruitless and sent_session == self.session_id:
+                self._fruitless = 0  # the new session answered: the streak ends
             if status == 202 or status == 204:
                 discard(response)
                 return True
