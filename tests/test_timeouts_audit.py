@@ -22,7 +22,9 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import os
+import queue
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -35,6 +37,7 @@ from servers.stall_http import StallHTTP, silent_tcp
 import mcpsync
 from mcpsync import modern
 from mcpsync.errors import MCPSyncError, RequestTimeout
+from mcpsync.transports.http.streamable import StreamableHTTPTransport
 from mcpsync.transports.stdio import StdioTransport
 
 pytestmark = pytest.mark.real
@@ -515,3 +518,69 @@ def test_cli_timeout(no_leaks: None) -> None:
     # bring-up (a Python server starting) and close come on top of the call's 1 s
     assert elapsed <= 1 + SLACK + 1.5, f"--timeout 1 took {elapsed:.2f} s"
     assert "within 1 s" in err.getvalue(), err.getvalue()
+
+
+# -- StreamableHTTPTransport(back_channel_wait=, sse_read_timeout=) -------------------------
+
+
+def test_back_channel_wait_bounds_the_wait_for_an_unanswered_get(no_leaks: None) -> None:
+    # the server never answers the GET back-channel: bring-up waits back_channel_wait for it
+    with StallHTTP(get="silent") as peer:
+        transport = StreamableHTTPTransport(peer.url, back_channel_wait=1)
+        started = time.monotonic()
+        with mcpsync.Session.connect(transport, connect_timeout=20, era="legacy") as session:
+            elapsed = time.monotonic() - started
+            usable(session)
+    assert 1 - EARLY <= elapsed <= 1 + SLACK, f"back_channel_wait=1: bring-up took {elapsed:.2f} s"
+
+
+@POINT_1
+def test_back_channel_wait_stays_within_connect_timeout(no_leaks: None) -> None:
+    # the default back_channel_wait (5 s) may not stretch a 2 s connect_timeout
+    # (HEAD 565250d: 5.2 s, then a session that works)
+    sessions: list[mcpsync.Session] = []
+    with StallHTTP(get="silent") as peer:
+        elapsed, error = timed(
+            lambda: sessions.append(
+                mcpsync.Session.connect(peer.url, connect_timeout=2, era="legacy")
+            )
+        )
+        for session in sessions:
+            session.close()
+    assert error is None or isinstance(error, MCPSyncError), error
+    assert elapsed <= 2 + SLACK, f"connect_timeout=2 took {elapsed:.2f} s ({error})"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 31 point 12 (new): close() does not interrupt a GET back-channel still "
+    "waiting for its response headers: it takes CLOSE_TIMEOUT (3.0 s) and logs 'did not stop'",
+)
+def test_close_ends_a_get_back_channel_that_was_never_answered(no_leaks: None) -> None:
+    with StallHTTP(get="silent") as peer:
+        transport = StreamableHTTPTransport(peer.url, back_channel_wait=0)
+        session = mcpsync.Session.connect(transport, connect_timeout=20, era="legacy")
+        usable(session)
+        elapsed, error = timed(session.close)
+        left = [
+            t.name for t in threading.enumerate() if t.name.startswith("mcpsync-") and t.is_alive()
+        ]
+    assert error is None, error
+    assert not left, f"close() left {left} running"
+    assert elapsed <= SLACK, f"close() took {elapsed:.2f} s"
+
+
+def test_sse_read_timeout_ends_an_idle_get_stream(no_leaks: None) -> None:
+    # the GET stream's headers come, then nothing: after sse_read_timeout the transport
+    # reconnects (after the default 1 s retry delay) with a new GET
+    with StallHTTP(get="idle") as peer:
+        transport = StreamableHTTPTransport(peer.url, sse_read_timeout=1)
+        with mcpsync.Session.connect(transport, connect_timeout=20, era="legacy") as session:
+            first = peer.gets.get(timeout=10)
+            try:
+                second = peer.gets.get(timeout=10)
+            except queue.Empty:
+                pytest.fail("the idle GET stream was not ended within 10 s")
+            usable(session)
+    gap = second - first
+    assert 1 + 1 - EARLY <= gap <= 1 + 1 + SLACK, f"sse_read_timeout=1 + retry 1 s: {gap:.2f} s"

@@ -12,8 +12,8 @@ that answers ``server/discover`` with -32601, ``initialize``, ``tools/list`` and
 - ``unread_body_over``: a POST whose body is larger than this many bytes is never read
   (the server holds the connection, as one that stopped reading would);
 - ``get``: the Streamable GET back-channel: ``"405"`` (none, the default), ``"silent"``
-  (no response headers ever), ``"idle"`` (headers, then nothing; ``gets`` records the
-  monotonic time of each GET).
+  (no response headers ever), ``"idle"`` (headers, then nothing). ``gets`` is a queue of the
+  monotonic times of the GETs.
 
 Every stalled handler waits on ``stop`` (bounded), set by ``close()``. ``silent_tcp()``
 is a port that completes TCP connections (the kernel's backlog) but never accepts,
@@ -50,7 +50,7 @@ class StallHTTP:
         self.stalls = dict(stalls or {})
         self.unread_body_over = unread_body_over
         self.get = get
-        self.gets: list[float] = []
+        self.gets: queue.Queue[float] = queue.Queue()  # the monotonic time of each GET
         self.stop = threading.Event()
         self.received: queue.Queue[str] = queue.Queue()  # methods, as they are read
         self._streams: dict[str, queue.Queue[bytes | None]] = {}
@@ -155,7 +155,7 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         if self.path.startswith("/sse"):
             return self._legacy_stream()
-        self.peer.gets.append(time.monotonic())
+        self.peer.gets.put(time.monotonic())
         if self.peer.get == "405":
             return self._send(405)
         if self.peer.get == "silent":
