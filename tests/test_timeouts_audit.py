@@ -32,7 +32,7 @@ from typing import Any
 import psutil
 import pytest
 from servers.launch import SERVERS_DIR
-from servers.stall_http import StallHTTP, silent_tcp
+from servers.stall_http import StallHTTP, StallWeb, silent_tcp
 
 import mcpsync
 from mcpsync import modern
@@ -52,6 +52,10 @@ STALL = str(SERVERS_DIR / "stall_server.py")
 #: bounds another helper of issue 31 is fixing: strict, so the lead removes them when it lands
 POINT_1 = pytest.mark.xfail(
     strict=True, reason="issue 31 point 1: being fixed (connect_timeout is an overall bound)"
+)
+POINT_8 = pytest.mark.xfail(
+    strict=True,
+    reason="issue 31 point 8: being fixed (one deadline per URL fetch, checked while the body is read)",
 )
 POINT_2 = pytest.mark.xfail(
     strict=True,
@@ -584,3 +588,52 @@ def test_sse_read_timeout_ends_an_idle_get_stream(no_leaks: None) -> None:
             usable(session)
     gap = second - first
     assert 1 + 1 - EARLY <= gap <= 1 + 1 + SLACK, f"sse_read_timeout=1 + retry 1 s: {gap:.2f} s"
+
+
+# ============================================== URLs fetched on a server's word (point 8)
+
+
+@pytest.mark.parametrize("mode", ["silent", pytest.param("trickle", marks=POINT_8)])
+def test_server_card_timeout_bounds_one_card(mode: str, no_leaks: None) -> None:
+    with StallWeb(mode, stalled={"/mcp/server-card"}) as web:
+        elapsed, error = timed(
+            lambda: mcpsync.server_card(web.base + "/mcp/server-card", timeout=1)
+        )
+    check_bound(elapsed, error, 1, MCPSyncError)
+
+
+@POINT_8
+def test_server_card_timeout_bounds_the_whole_search(no_leaks: None) -> None:
+    # every place a card may be (its path, the catalogs, the well-known paths) is silent:
+    # one deadline for them all
+    with StallWeb("silent") as web:
+        elapsed, error = timed(lambda: mcpsync.server_card(web.base + "/mcp", timeout=1))
+    check_bound(elapsed, error, 1, MCPSyncError)
+
+
+@pytest.mark.parametrize("mode", ["silent", pytest.param("trickle", marks=POINT_8)])
+def test_fetch_icon_timeout(mode: str) -> None:
+    from mcpsync.display import Icon
+
+    with StallWeb(mode) as web:
+        icon = Icon(web.base + "/icon.png", "https", "image/png")
+        found: list[Any] = []
+        elapsed, error = timed(lambda: found.append(mcpsync.display.fetch_icon(icon, timeout=1)))
+    assert error is None and found == [None], (error, found)  # "not a safe image": None
+    assert 1 - EARLY <= elapsed <= 1 + SLACK, f"fetch_icon(timeout=1) took {elapsed:.2f} s"
+
+
+@pytest.mark.parametrize("mode", ["silent", pytest.param("trickle", marks=POINT_8)])
+def test_oauth_timeout_bounds_a_metadata_fetch(mode: str, no_leaks: None) -> None:
+    # the MCP server answers 401 naming its resource metadata; that document stalls
+    from mcpsync.auth import MemoryTokenStore, OAuth
+
+    with StallWeb(mode, stalled={"/prm"}) as web:
+        auth = OAuth(timeout=1, store=MemoryTokenStore(), redirect=lambda url: "")
+        elapsed, error = timed(
+            lambda: mcpsync.Session.connect(
+                web.base + "/mcp", auth=auth, transport="streamable-http", connect_timeout=20
+            )
+        )
+    # one stalled fetch of 1 s; the other places asked after it answer 404 at once
+    check_bound(elapsed, error, 1, MCPSyncError)

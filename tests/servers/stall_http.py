@@ -32,7 +32,7 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["StallHTTP", "silent_tcp"]
+__all__ = ["StallHTTP", "StallWeb", "silent_tcp"]
 
 #: no stall lasts longer than this: then the connection is closed (the tests' bounds are 1-2 s,
 #: so a client that ignores its bound fails at about HOLD s instead of hanging the run)
@@ -265,3 +265,79 @@ def silent_tcp() -> Iterator[str]:
     finally:
         give_up.cancel()
         sock.close()
+
+
+class _WebHandler(BaseHTTPRequestHandler):
+    """``StallWeb``'s: the paths in ``stalled`` stall (``mode``), the others answer 404;
+    a POST to ``/mcp`` answers 401 naming ``/prm`` as its protected resource metadata."""
+
+    web: StallWeb
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def _plain(self, status: int, **headers: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Length", "0")
+        for k, v in headers.items():
+            self.send_header(k.replace("_", "-"), v)
+        self.end_headers()
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        prm = f"{self.web.base}/prm"
+        self._plain(401, WWW_Authenticate=f'Bearer resource_metadata="{prm}"')
+
+    def do_GET(self) -> None:
+        path = self.path.split("?")[0]
+        self.web.requested.put(path)
+        if self.web.stalled is not None and path not in self.web.stalled:
+            return self._plain(404)
+        if self.web.mode == "silent":
+            self.web.stop.wait(HOLD)
+            self.close_connection = True
+            return
+        body = b'{"pad": "' + b"x" * 4096 + b'"}'  # "trickle": one byte every 0.2 s
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        give_up = time.monotonic() + HOLD
+        with contextlib.suppress(OSError):
+            for i in range(len(body)):
+                if self.web.stop.wait(0.2) or time.monotonic() > give_up:
+                    break
+                self.wfile.write(body[i : i + 1])
+                self.wfile.flush()
+        self.close_connection = True
+
+
+class StallWeb:
+    """A plain web server for the URLs mcpsync fetches on a server's word (cards, OAuth
+    metadata, icons): GETs of ``stalled`` paths (None: every path) get ``mode``:
+    ``"silent"`` (no response ever) or ``"trickle"`` (a JSON body, one byte every 0.2 s);
+    other paths 404. ``requested`` is a queue of the paths asked for. Stalls end after
+    ``HOLD`` s."""
+
+    def __init__(self, mode: str = "trickle", stalled: set[str] | None = None) -> None:
+        self.mode, self.stalled = mode, stalled
+        self.stop = threading.Event()
+        self.requested: queue.Queue[str] = queue.Queue()
+        handler = type("WebHandler", (_WebHandler,), {"web": self})
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, name="test-stall-web", daemon=True
+        )
+        self.thread.start()
+        self.base = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def __enter__(self) -> StallWeb:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(10)
