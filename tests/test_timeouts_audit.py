@@ -637,3 +637,47 @@ def test_oauth_timeout_bounds_a_metadata_fetch(mode: str, no_leaks: None) -> Non
         )
     # one stalled fetch of 1 s; the other places asked after it answer 404 at once
     check_bound(elapsed, error, 1, MCPSyncError)
+
+
+# ================================================ OAuth device flow (RFC 8628), real clock
+
+
+@pytest.mark.parametrize(
+    ("interval", "authorization_timeout", "expires_in"),
+    [
+        (1, 2, 1800),  # authorization_timeout ends it
+        (1, 300, 2),  # the code's lifetime ends it
+        pytest.param(
+            5,
+            2,
+            1800,
+            id="interval-longer-than-the-timeout",
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="issue 31 point 12 (new): the device flow sleeps its whole poll interval "
+                "past authorization_timeout (and past the code's expires_in): 5.0 s for 2 s",
+            ),
+        ),  # fmt: skip
+    ],
+)
+def test_device_flow_authorization_timeout(
+    rsps: Any, http: Any, interval: int, authorization_timeout: float, expires_in: int
+) -> None:
+    # the AS says authorization_pending for ever (the fake-clock schedule is in
+    # tests/test_auth_device.py; this is the same through the wall clock)
+    from auth_peers.mock_world import World, post
+    from test_auth_device import DeviceAS
+
+    from mcpsync.auth import DeviceFlow, MemoryTokenStore, OAuth
+
+    world = World(rsps)
+    DeviceAS(world, [], expires_in=expires_in, interval=interval)
+    auth = OAuth(
+        client_name="dev-cli",
+        redirect=DeviceFlow(display=lambda code: None),
+        authorization_timeout=authorization_timeout,
+        store=MemoryTokenStore(),
+    )
+    bound = min(authorization_timeout, expires_in)
+    elapsed, error = timed(lambda: post(http, auth))
+    check_bound(elapsed, error, bound, MCPSyncError)
