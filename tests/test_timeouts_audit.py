@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import json
 import os
 import queue
 import sys
@@ -681,3 +682,28 @@ def test_device_flow_authorization_timeout(
     bound = min(authorization_timeout, expires_in)
     elapsed, error = timed(lambda: post(http, auth))
     check_bound(elapsed, error, bound, MCPSyncError)
+
+
+# ============================================================================ adapters
+
+
+@pytest.mark.parametrize("calls", [1, 3])
+def test_adapters_dispatch_timeout(calls: int, stalled: mcpsync.Session) -> None:
+    # the model asked for ``calls`` tool calls (Chat format) to a tool that never answers
+    from mcpsync.adapters import dispatch
+
+    tool_calls = [
+        {"id": f"c{i}", "type": "function", "function": {"name": "hang", "arguments": "{}"}}
+        for i in range(calls)
+    ]
+    found: list[Any] = []
+    elapsed, error = timed(
+        lambda: found.append(
+            dispatch(stalled, tool_calls if calls > 1 else tool_calls[0], timeout=1.5)
+        )
+    )
+    assert error is None or isinstance(error, RequestTimeout), error
+    assert 1.5 - EARLY <= elapsed <= 1.5 + SLACK, f"dispatch(timeout=1.5) took {elapsed:.2f} s"
+    if error is None:  # each call's timeout is its tool message, as an error the model reads
+        assert "1.5 s" in json.dumps(found[0], default=str), found
+    usable(stalled)
