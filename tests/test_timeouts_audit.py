@@ -707,3 +707,30 @@ def test_adapters_dispatch_timeout(calls: int, stalled: mcpsync.Session) -> None
     if error is None:  # each call's timeout is its tool message, as an error the model reads
         assert "1.5 s" in json.dumps(found[0], default=str), found
     usable(stalled)
+
+
+# ========================================================================= elicitation
+
+
+def test_notebook_elicitation_timeout_cancels_the_servers_request(no_leaks: None) -> None:
+    # nobody fills the form: after ``timeout`` the server's request is answered "cancel"
+    pytest.importorskip("ipywidgets")
+    from fakes import FakeServer
+
+    from mcpsync.elicitation import NotebookElicitation
+
+    fake = FakeServer(capabilities={"tools": {}})
+    handler = NotebookElicitation(timeout=1, display=lambda widget: None)
+    with mcpsync.Session.connect(fake.transport, elicitation_handler=handler, era="legacy"):
+        params = {
+            "mode": "form",
+            "message": "your name?",
+            "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}},
+        }
+        found: list[dict[str, Any]] = []
+        elapsed, error = timed(
+            lambda: found.append(fake.request("elicitation/create", params, timeout=30))
+        )
+    assert error is None, error
+    assert found[0].get("result", {}).get("action") == "cancel", found
+    assert 1 - EARLY <= elapsed <= 1 + SLACK, f"NotebookElicitation(timeout=1) took {elapsed:.2f} s"
