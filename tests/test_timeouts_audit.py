@@ -471,6 +471,7 @@ def test_host_close_timeout_bounds_close_of_servers_that_will_not_stop(
 
 def test_smoke_connect_timeout_bounds_each_entry(no_leaks: None) -> None:
     config = {"mcpServers": {"silent": entry("--hang", "*"), "ok": entry()}}
+    report: list[Any] = []
     elapsed, error = timed(lambda: report.append(mcpsync.smoke(config, connect_timeout=1)))
     assert error is None, error
     assert elapsed <= 1 + SLACK, f"smoke(connect_timeout=1) took {elapsed:.2f} s"
@@ -478,9 +479,6 @@ def test_smoke_connect_timeout_bounds_each_entry(no_leaks: None) -> None:
     assert silent.failure == "timeout", silent
     assert silent.seconds is not None and 1 - EARLY <= silent.seconds <= 1 + SLACK
     assert ok.ok, ok
-
-
-report: list[Any] = []
 
 
 def test_smoke_timeout_bounds_each_call(no_leaks: None) -> None:
