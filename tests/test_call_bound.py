@@ -16,6 +16,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
+import requests
 from servers.call_bound_http import STALL_BODY, CallBoundHTTP
 from servers.launch import SERVERS_DIR
 
@@ -75,6 +76,24 @@ def test_http_call_timeout_bounds_the_write_and_the_reply(no_leaks, server, kind
         started = time.monotonic()
         assert text(s.call_tool("echo", {}, timeout=5)) == "echo"
         assert time.monotonic() - started < 2
+        assert server.connections > before, "the stalled connection was reused"
+
+
+@pytest.mark.parametrize("how", ["unread body", "trickle"])
+def test_requests_path_call_timeout_bounds_the_write_and_the_reply(no_leaks, server, how):
+    """The same through requests (a session of the caller's: no fast path): the connect and
+    read timeouts are capped at what is left, and the body is read within the deadline."""
+    with mcpsync.Session.connect(
+        server.url, era="legacy", timeout=20, http_session=requests.Session()
+    ) as s:
+        assert text(s.call_tool("echo", {}, timeout=5)) == "echo"
+        before = server.connections
+        started = time.monotonic()
+        with pytest.raises(RequestTimeout):
+            stall(s, how)
+        elapsed = time.monotonic() - started
+        assert elapsed <= TIMEOUT + SLACK, f"{how}: {elapsed:.2f} s for a {TIMEOUT} s timeout"
+        assert text(s.call_tool("echo", {}, timeout=5)) == "echo"
         assert server.connections > before, "the stalled connection was reused"
 
 

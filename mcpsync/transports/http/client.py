@@ -1,9 +1,9 @@
 """The HTTP plumbing both HTTP transports share.
 
 Owns: ``HTTPClient`` (one ``requests.Session``, ours or the caller's, and the fast pool
-around it), ``Target``, ``safe_url`` (URLs fit for messages), ``translate_error``
-(requests/urllib3/socket failures to ``mcpsync.errors`` types), ``status_error``, and
-reading, discarding and aborting responses.
+around it; one deadline per request, ``read_timeout`` from its start, on both paths),
+``Target``, and reading (within that deadline), discarding and aborting responses.
+Re-exports ``safe_url``, ``translate_error`` and ``status_error`` (``failures``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any, NamedTuple
-from urllib.parse import urljoin, urlsplit, urlunsplit
+from urllib.parse import urljoin, urlsplit
 
 import requests
 import urllib3
@@ -26,17 +26,15 @@ from ..._version import __version__
 from ...errors import (
     ConfigError,
     ConnectError,
-    DNSError,
     HTTPStatusError,
     MCPSyncError,
     ProtocolError,
     RequestTimeout,
-    TLSError,
 )
-from ...jsonrpc import excerpt, parse_json
 from ..base import Transport
 from .cookies import Cookies
-from .fastpool import _Buffered, _ConnectTimeout, _FastPool, _Undelivered
+from .failures import safe_url, status_error, translate_error
+from .fastpool import _Buffered, _ConnectTimeout, _FastPool, _FastReply, _Undelivered
 from .fastresponse import HeadLost
 from .fastsocket import DeadlinePassed
 from .requestauth import RequestAuth
@@ -62,150 +60,6 @@ ACCEPT_POST = "application/json, text/event-stream"
 ACCEPT_SSE = "text/event-stream"
 #: bytes of an error reply's body read for its message
 ERROR_BODY_LIMIT = 64 * 1024
-
-
-def safe_url(url: str) -> str:
-    """``url`` for messages: no user-info, query values replaced by ``***``."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<invalid URL>"
-    netloc = parts.hostname or ""
-    if ":" in netloc:
-        netloc = f"[{netloc}]"
-    if parts.port:
-        netloc += f":{parts.port}"
-    query = "&".join(
-        f"{p.split('=', 1)[0]}=***" if "=" in p else p for p in parts.query.split("&") if p
-    )
-    return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
-
-
-def _causes(exc: BaseException) -> list[BaseException]:
-    """``exc`` and everything it wraps (cause, context, urllib3 ``reason``, args)."""
-    seen: list[BaseException] = []
-    todo = [exc]
-    while todo and len(seen) < 20:
-        e = todo.pop(0)
-        if any(e is s for s in seen):
-            continue
-        seen.append(e)
-        for nxt in (
-            getattr(e, "reason", None),
-            e.__cause__,
-            e.__context__,
-            *getattr(e, "args", ()),
-        ):
-            if isinstance(nxt, BaseException):
-                todo.append(nxt)
-    return seen
-
-
-def translate_error(exc: BaseException, what: str) -> MCPSyncError:
-    """Map a requests/urllib3/socket failure during ``what`` to an mcpsync error type.
-
-    The text names ``what`` (method and safe URL) and the innermost OS-level reason; it
-    never carries the full URL of the failing request (urllib3 texts may) or a header.
-    """
-    if isinstance(exc, MCPSyncError):
-        return exc
-    chain = _causes(exc)
-
-    def find(*types: type) -> BaseException | None:
-        return next((e for e in chain if isinstance(e, types)), None)
-
-    def reason(e: BaseException | None) -> str:
-        inner = find(OSError) if e is None else e
-        if isinstance(inner, OSError) and inner.strerror:
-            return inner.strerror
-        text = str(inner or exc)
-        return text.split("(Caused by", 1)[0].strip()[:200] or type(exc).__name__
-
-    tls = find(
-        ssl.SSLError,
-        ssl.CertificateError,
-        urllib3.exceptions.SSLError,
-        requests.exceptions.SSLError,
-    )
-    if tls is not None:
-        inner = find(ssl.SSLError, ssl.CertificateError)
-        detail = (
-            getattr(inner, "verify_message", None)
-            or getattr(inner, "reason", None)
-            or str(inner or "")
-        )
-        hint = (
-            "; a private CA: verify=<CA bundle> (mcpsync --cacert FILE)"
-            if isinstance(inner, ssl.SSLCertVerificationError)
-            else ""
-        )
-        return TLSError(f"{what}: TLS failure ({str(detail)[:200] or 'handshake failed'}{hint})")
-    dns = find(socket.gaierror, urllib3.exceptions.NameResolutionError)
-    if dns is not None:
-        gai = find(socket.gaierror)
-        return DNSError(
-            f"{what}: host name did not resolve ({reason(gai) if gai else 'name resolution failed'})"
-        )
-    refused = find(ConnectionRefusedError)
-    if refused is not None:
-        return ConnectError(f"{what}: connection refused")
-    new_conn = find(urllib3.exceptions.NewConnectionError)
-    connect_timeout = next(
-        (
-            e
-            for e in chain
-            if isinstance(
-                e, (urllib3.exceptions.ConnectTimeoutError, requests.exceptions.ConnectTimeout)
-            )
-            and not isinstance(e, urllib3.exceptions.NewConnectionError)
-        ),
-        None,
-    )
-    if connect_timeout is not None:
-        return RequestTimeout(f"{what}: connecting timed out")
-    if new_conn is not None:
-        return ConnectError(f"{what}: cannot connect ({reason(None)})")
-    passed = find(DeadlinePassed)
-    if passed is not None:  # the fast path's bound on the whole request
-        return RequestTimeout(f"{what}: {passed}")
-    if find(
-        urllib3.exceptions.ReadTimeoutError,
-        requests.exceptions.ReadTimeout,
-        socket.timeout,
-        TimeoutError,
-    ):
-        return RequestTimeout(f"{what}: no reply data within the read timeout")
-    if find(ConnectionResetError, ConnectionAbortedError, BrokenPipeError):
-        return ConnectError(f"{what}: connection reset by the server")
-    if find(
-        http.client.RemoteDisconnected, http.client.IncompleteRead, urllib3.exceptions.ProtocolError
-    ):
-        return ConnectError(f"{what}: the server closed the connection ({reason(None)})")
-    if find(
-        requests.exceptions.InvalidURL,
-        requests.exceptions.MissingSchema,
-        urllib3.exceptions.LocationValueError,
-    ):
-        return ConfigError(f"{what}: invalid URL")
-    return ConnectError(f"{what}: {type(exc).__name__}: {reason(None)}")
-
-
-def status_error(status: int, method: str, url: str, body: bytes) -> HTTPStatusError:
-    """An ``HTTPStatusError`` with a short, printable body excerpt; ``.payload`` = parsed JSON or None."""
-    payload = None
-    if body[:1] in (b"{", b"["):
-        try:
-            payload = parse_json(body)
-        except ProtocolError:  # garbage, invalid UTF-8, nesting too deep: the status says enough
-            pass
-    shown = safe_url(url)
-    return HTTPStatusError(
-        status,
-        shown,
-        excerpt(body, 200) if body else "",
-        message=f"HTTP {status} from {method} {shown}",
-        payload=payload,
-    )
 
 
 class Target(NamedTuple):
@@ -393,13 +247,18 @@ class HTTPClient:
                     # Cookies (e.g. load-balancer stickiness): kept, sent from now on
                     cookies.keep(target.url, response)
                 return response
+            connect, read = self.connect_timeout, read_timeout
+            if deadline is not None:  # urllib3 writes the body under the connect timeout
+                left = max(deadline - time.monotonic(), 0.001)
+                connect = left if connect is None else min(connect, left)
+                read = left if read is None else min(read, left)
             reply = self.session.request(
                 method,
                 target.url,
                 data=body,
                 headers=headers,
                 auth=self.auth,
-                timeout=(self.connect_timeout, read_timeout),
+                timeout=(connect, read),
                 stream=True,
                 allow_redirects=False,
                 verify=self.verify,
@@ -407,7 +266,11 @@ class HTTPClient:
             )
             if reply._content_consumed:  # a response hook read it already
                 return _Buffered(reply)
-            return reply.raw
+            raw = reply.raw
+            ctype = raw.headers.get("content-type") or ""
+            if deadline is not None and not ctype.lstrip().lower().startswith(ACCEPT_SSE):
+                raw._mcpsync_deadline = deadline  # its body is read within it (``_read``)
+            return raw
         except MCPSyncError:
             raise
         except _ConnectTimeout:
@@ -509,11 +372,46 @@ def discard(response: Any) -> None:
             pass
 
 
+def _read(response: Any, amt: int | None = None) -> bytes:
+    """``response.read(amt)`` (None: to the end), decoded; a reply of the requests path
+    that carries its request's deadline (``_mcpsync_deadline``) is read a piece at a time,
+    its socket's timeout cut to what is left before each, so a reply the server trickles
+    ends at the deadline (``DeadlinePassed``; the response is closed), not after one read
+    timeout per piece. (The fast path's replies bound their reads themselves.)"""
+    deadline = (
+        None if type(response) is _FastReply else getattr(response, "_mcpsync_deadline", None)
+    )
+    if deadline is None:
+        if amt is None:
+            return response.read(decode_content=True)
+        return response.read(amt, decode_content=True)
+    sock = _socket_of(response)
+    parts: list[bytes] = []
+    got = 0
+    try:
+        while amt is None or got < amt:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise DeadlinePassed("the request's timeout ran out while reading the reply")
+            if sock is not None:
+                sock.settimeout(left)
+            size = 65536 if amt is None else min(65536, amt - got)
+            piece = response.read1(size, decode_content=True)
+            if not piece:
+                break
+            parts.append(piece)
+            got += len(piece)
+    except BaseException:
+        response.close()  # never reused
+        raise
+    return b"".join(parts)
+
+
 def read_error_body(response: Any) -> bytes:
     """At most ``ERROR_BODY_LIMIT`` bytes of an error reply's body (b"" when it cannot be
     read: the status says enough); the response is closed."""
     try:
-        return response.read(ERROR_BODY_LIMIT, decode_content=True)
+        return _read(response, ERROR_BODY_LIMIT)
     except Exception:  # noqa: BLE001 - the status says enough
         return b""
     finally:
@@ -530,12 +428,12 @@ def read_limited(response: Any, limit: int, what: str) -> bytes:
                 raise ProtocolError(
                     f"{what}: reply of {length} bytes exceeds the {limit}-byte limit"
                 )
-            return response.read(decode_content=True)
-        data = response.read(limit + 1, decode_content=True)
+            return _read(response)
+        data = _read(response, limit + 1)
         if len(data) > limit:
             response.close()
             raise ProtocolError(f"{what}: reply exceeds the {limit}-byte limit")
-        rest = response.read(decode_content=True)  # EOF: lets urllib3 reuse the connection
+        rest = _read(response)  # EOF: lets urllib3 reuse the connection
         return data + rest if rest else data
     except MCPSyncError:
         raise
@@ -543,13 +441,19 @@ def read_limited(response: Any, limit: int, what: str) -> bytes:
         raise translate_error(exc, what) from None
 
 
-def shutdown_response(response: Any) -> None:
-    """Make a blocked read on ``response`` return (from another thread): shut its socket down."""
+def _socket_of(response: Any) -> Any:
+    """The socket ``response`` reads from (None: not found)."""
     conn = getattr(response, "_conn", None) or getattr(response, "_connection", None)
     sock = getattr(conn, "sock", None)
     if sock is None:  # released already: reach the socket through the body's file object
         inner = getattr(response, "_response", None) or getattr(response, "_fp", None)
         sock = getattr(getattr(getattr(inner, "fp", None), "raw", None), "_sock", None)
+    return sock
+
+
+def shutdown_response(response: Any) -> None:
+    """Make a blocked read on ``response`` return (from another thread): shut its socket down."""
+    sock = _socket_of(response)
     if sock is not None:
         try:
             sock.shutdown(socket.SHUT_RDWR)
