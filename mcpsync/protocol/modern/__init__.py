@@ -31,10 +31,10 @@ from ...errors import (
     MCPSyncError,
     ProtocolError,
     RequestCancelled,
+    RequestTimeout,
     ServerError,
 )
 from ...transports.http.headers import header_declarations, param_headers
-from ...versions import MODERN_VERSIONS
 from .. import UNSET, Agreement, CallOptions, Convert, Era, Interest, settle
 from .cache import HINT_CACHE, HintCache
 from .envelope import (
@@ -48,7 +48,9 @@ from .envelope import (
     InvalidToolHeaders,
     dict_at,
     dump,
+    newest_mutual_modern,
     result_type,
+    supported_of,
 )
 from .listen import Listener
 from .tasks import Tasks
@@ -56,24 +58,6 @@ from .tasks import Tasks
 __all__ = ["ModernEra", "ModernFuture", "supported_of", "newest_mutual_modern"]
 
 log = logging.getLogger("mcpsync")
-
-
-def supported_of(data: Any) -> list[str] | None:
-    """The ``supported`` versions in a -32022 error's data, if it lists them."""
-    supported = data.get("supported") if isinstance(data, dict) else None
-    if isinstance(supported, list) and all(isinstance(v, str) for v in supported):
-        return supported
-    return None
-
-
-def newest_mutual_modern(supported: Any, preferred: str | None = None) -> str | None:
-    """The newest modern version both sides speak (``preferred`` first, if mutual)."""
-    if preferred is not None and preferred in supported:
-        return preferred
-    for version in MODERN_VERSIONS:  # newest first
-        if version in supported:
-            return version
-    return None
 
 
 class ModernFuture(Future):  # type: ignore[type-arg]
@@ -312,27 +296,36 @@ class ModernEra(Era):
         handle: ModernFuture | None,
         first: Future[Any] | None,
     ) -> Any:
-        """Send until the answer is complete: MRTR rounds, -32022 and -32020 retries, tasks."""
+        """Send until the answer is complete: MRTR rounds, -32022 and -32020 retries, tasks.
+        Each is retried a bounded number of times, and all of it (up to a task's first
+        answer) within the call's one timeout: each request gets what is left of it."""
         base = dict(params) if params is not None else None
         attempt = base
         version_retried = header_retried = False
         rounds = 0
         idle = 0.05
+        limit = self._limit(opts)
+        deadline = None if limit is None else time.monotonic() + limit
         while True:
             if handle is not None and handle._cancel_requested.is_set():
                 raise RequestCancelled(f"{method} was cancelled")
             blocking = handle is None and first is None  # a blocking call: no Future at all
             future = None
+            left = opts if first is not None else self._left(method, opts, limit, deadline)
             if not blocking:
-                future = first if first is not None else self._send(method, attempt, opts)
+                future = first if first is not None else self._send(method, attempt, left)
             first = None
             if handle is not None:
                 handle._current = future
             try:
                 if future is None:
-                    result = self._send_and_wait(method, attempt, opts)
+                    result = self._send_and_wait(method, attempt, left)
                 else:
                     result = self._conn.wait(future)
+            except RequestTimeout:
+                if left is opts:  # the call's own timeout, as given
+                    raise
+                raise self._timed_out(method, limit or 0.0) from None
             except ServerError as exc:
                 if exc.code == jsonrpc.UNSUPPORTED_PROTOCOL_VERSION and not version_retried:
                     version_retried = True
@@ -371,11 +364,12 @@ class ModernEra(Era):
                     attempt["inputResponses"] = self._fulfil(requests)
                     idle = 0.05
                 else:  # state only: back off a little before asking again
+                    pause = idle if deadline is None else min(idle, deadline - time.monotonic())
                     if handle is not None:
-                        if handle._cancel_requested.wait(idle):
+                        if handle._cancel_requested.wait(max(pause, 0.0)):
                             raise RequestCancelled(f"{method} was cancelled")
-                    else:
-                        time.sleep(idle)
+                    elif pause > 0:
+                        time.sleep(pause)
                     idle = min(idle * 2, 1.0)
                 if "requestState" in result:
                     attempt["requestState"] = result["requestState"]  # byte-exact, never inspected
@@ -390,6 +384,30 @@ class ModernEra(Era):
             raise ProtocolError(
                 f"{self.server!r} answered {method} with resultType {kind!r}, which this client does not accept"
             )
+
+    def _limit(self, opts: CallOptions) -> float | None:
+        """The whole call's bound (s): its timeout, or its ``max_timeout`` with progress resets."""
+        timeout = self._conn.default_timeout if opts.timeout is UNSET else opts.timeout
+        if timeout is None or not isinstance(timeout, (int, float)):
+            return None
+        if opts.reset_timeout_on_progress:
+            return opts.max_timeout if opts.max_timeout is not None else 10 * timeout
+        return float(timeout)
+
+    def _left(self, method: str, opts: CallOptions, limit: Any, deadline: Any) -> CallOptions:
+        """``opts`` for the call's next request: the time left of its one bound."""
+        if deadline is None:
+            return opts
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise self._timed_out(method, limit)
+        if opts.reset_timeout_on_progress:
+            return CallOptions(opts.timeout, opts.on_progress, True, left)
+        return CallOptions(min(left, limit), opts.on_progress)
+
+    def _timed_out(self, method: str, limit: float) -> RequestTimeout:
+        return RequestTimeout(f"{method} to {self.server!r}: no complete answer within "
+                              f"{limit:g} s (input rounds and retries included)")  # fmt: skip
 
     def _adopt_version(self, data: Any) -> bool:
         supported = supported_of(data) or []

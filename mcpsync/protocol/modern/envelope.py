@@ -2,8 +2,9 @@
 
 Owns: the ``io.modelcontextprotocol/*`` keys, the method sets of the modern era (MRTR,
 tasks, cacheable lists), the modern errors raised to callers, the client capabilities in
-their 2026-07-28 shape, and ``Envelope`` (what every modern request carries in ``_meta``;
-the connection's ``meta_provider``). A leaf of ``protocol.modern``.
+their 2026-07-28 shape, ``Envelope`` (what every modern request carries in ``_meta``;
+the connection's ``meta_provider``), and the versions a -32022 error offers
+(``supported_of``, ``newest_mutual_modern``). A leaf of ``protocol.modern``.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 from ... import jsonrpc
 from ...errors import ProtocolError
 from ...transports.http.headers import InvalidToolHeaders
-from ...versions import PROTOCOL_VERSION_KEY
+from ...versions import MODERN_VERSIONS, PROTOCOL_VERSION_KEY
 
 __all__ = [
     "PROTOCOL_VERSION_KEY",
@@ -39,6 +40,8 @@ __all__ = [
     "mapping_at",
     "result_type",
     "dump",
+    "supported_of",
+    "newest_mutual_modern",
 ]
 
 CLIENT_CAPABILITIES_KEY = "io.modelcontextprotocol/clientCapabilities"
@@ -145,3 +148,21 @@ def dump(value: Any) -> Any:
     if hasattr(value, "model_dump"):
         return value.model_dump(by_alias=True, exclude_none=True, mode="json")
     return value
+
+
+def supported_of(data: Any) -> list[str] | None:
+    """The ``supported`` versions in a -32022 error's data, if it lists them."""
+    supported = data.get("supported") if isinstance(data, dict) else None
+    if isinstance(supported, list) and all(isinstance(v, str) for v in supported):
+        return supported
+    return None
+
+
+def newest_mutual_modern(supported: Any, preferred: str | None = None) -> str | None:
+    """The newest modern version both sides speak (``preferred`` first, if mutual)."""
+    if preferred is not None and preferred in supported:
+        return preferred
+    for version in MODERN_VERSIONS:  # newest first
+        if version in supported:
+            return version
+    return None
