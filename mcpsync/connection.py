@@ -18,6 +18,8 @@ Threads, for one connection to server ``name``:
 - the dispatch queue (``_dispatch``) runs notification callbacks in wire order, on the
   process's shared ``mcpsync-dispatch[shared]`` workers (``_shared.POOL``);
 - ``mcpsync-timer[shared]``, one for the process, fails calls whose deadline passed;
+- ``mcpsync-send[shared]`` workers (``_shared.SENDS``, at most 64) send futures' requests
+  where sending waits for the server (HTTP), so that ``request()`` returns at once;
 - ``mcpsync-closed[name]`` runs the ``on_closed`` callbacks once, when the transport died;
 - ``mcpsync-handler[name]`` threads run server requests (sampling, elicitation, roots),
   never on the reader, so a slow handler never stops reading.
