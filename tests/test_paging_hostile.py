@@ -24,6 +24,7 @@ import mcpsync
 from mcpsync.errors import ProtocolError, RequestTimeout, TransportError
 from mcpsync.protocol.choose import Caches
 from mcpsync.protocol.pages import MAX_PAGES
+from mcpsync.skills import EXTENSION_ID
 
 MODERN = "2026-07-28"
 CAPS = {"tools": {}, "resources": {}, "prompts": {}}
@@ -255,3 +256,48 @@ def test_http_repeated_cursor_and_slow_pages(no_leaks):
             assert 1.5 - 0.05 <= elapsed <= 1.5 + SLACK, elapsed
             assert 3 <= pagers["slow"].served <= 5
             s.ping()
+
+
+# -- skills/list (the skills extension's paged list) -------------------------------------------------
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+def test_skills_listing_is_bounded_by_one_deadline_and_ends_at_a_repeated_cursor(no_leaks, era):
+    caps = {**CAPS, "extensions": {EXTENSION_ID: {}}}
+    served = []
+    mode = ["slow"]
+
+    def on_list(message: dict[str, Any]) -> dict[str, Any]:
+        served.append(message)
+        if mode[0] == "slow":
+            time.sleep(0.4)
+            result: dict[str, Any] = {"skills": [], "nextCursor": f"c{len(served)}"}
+        else:
+            result = {"skills": [], "nextCursor": "same"}
+        return {**result, "resultType": "complete"} if era == "modern" else result
+
+    handlers: dict[str, Any] = {"skills/list": on_list, "ping": lambda m: {}}
+    if era == "modern":
+        handlers["server/discover"] = lambda m: {
+            "resultType": "complete",
+            "supportedVersions": [MODERN],
+            "capabilities": caps,
+            "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "paging", "version": "1"}},
+        }
+    server = QuietFake(capabilities=caps, handlers=handlers)
+    with mcpsync.Session.connect(
+        server.transport, timeout=1.5, connect_timeout=10, era=era, _caches=Caches()
+    ) as s:
+        started = time.monotonic()
+        with pytest.raises(RequestTimeout) as caught:
+            s.list_skills()
+        elapsed = time.monotonic() - started
+        assert 1.5 - 0.05 <= elapsed <= 1.5 + SLACK, elapsed
+        assert "skills/list" in str(caught.value) and "timeout=1.5" in str(caught.value)
+        assert 3 <= len(served) <= 5  # 0.4 s pages: not a fresh 1.5 s per page
+        mode[0] = "repeat"
+        served.clear()
+        with pytest.raises(ProtocolError) as repeated:
+            s.list_skills(refresh=True)
+        assert "'same'" in str(repeated.value)
+        assert len(served) == 2

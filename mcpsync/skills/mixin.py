@@ -15,11 +15,12 @@ import base64
 import binascii
 import logging
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ProtocolError, ServerError
+from ..errors import ProtocolError, RequestTimeout, ServerError
 
 if TYPE_CHECKING:
     from ..connection import Default
@@ -59,6 +60,7 @@ class Skills:
     _init_args: dict[str, Any]
     _caches: Caches
     _keep_alive: Any
+    _conn: Any  # the Session's Connection (its default_timeout bounds a whole listing)
     #: verified skill files (tests give a session its own; None: the process-wide ``SKILL_FILES``)
     _skill_files: SkillFileCache | None = None
 
@@ -138,17 +140,30 @@ class Skills:
 
     def _fetch_listing(self) -> dict[str, Any]:
         """Every page of ``skills/list`` as one result: the skills, the shortest ``ttlMs``,
-        and ``cacheScope`` "public" only when every page said so."""
+        and ``cacheScope`` "public" only when every page said so; all pages within the
+        session's timeout (each sent with what is left of it)."""
         skills: list[Any] = []
         ttls: list[int] = []
         public = True
         cursor: str | None = None
         seen: set[str] = set()
-        for _ in range(_MAX_PAGES):
-            future: Future[Any] = self._era.page(
-                "skills/list", {"cursor": cursor} if cursor else None
+        timeout = self._conn.default_timeout
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for pages in range(_MAX_PAGES):
+            left = None if deadline is None else deadline - time.monotonic()
+            late = RequestTimeout(
+                f"{self.name}: skills/list did not arrive whole within timeout={timeout} s "
+                f"({pages} pages received)"
             )
-            page = self._era.wait(future)
+            if left is not None and left <= 0:
+                raise late
+            future: Future[Any] = self._era.page(
+                "skills/list", {"cursor": cursor} if cursor else None, left
+            )
+            try:
+                page = self._era.wait(future)
+            except RequestTimeout as exc:
+                raise late from exc
             if not isinstance(page, dict) or not isinstance(page.get("skills"), list):
                 raise ProtocolError(f"{self.name}: skills/list result has no 'skills' list")
             skills.extend(page["skills"])
