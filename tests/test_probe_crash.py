@@ -218,3 +218,35 @@ def test_a_server_that_logs_the_probe_error_and_serves_on_is_not_restarted(tmp_p
     assert seen(count) == ["start", "discover", "initialize"]
     assert elapsed < DEFAULT_PROBE_TIMEOUT  # not the probe's patience
     assert not (tmp_path / "cache" / FILE_NAME).exists()
+
+
+def test_host_close_stops_the_fresh_process_of_a_restart(tmp_path: Path):
+    """Host.close() while the fresh process of a restart is being brought up (here it
+    never answers) stops that process too, at once: not when its connectTimeout ends."""
+    count = tmp_path / "count"
+    argv = [*old_sdk_argv(count), "--silent-if-restarted"]
+    config = {"mcpServers": {"old": {"command": argv[0], "args": argv[1:], "connectTimeout": 60}}}
+    host = Host(config, _caches=fresh_caches(tmp_path / "cache"))
+    host.start(timeout=0)  # returns at once: the bring-up goes on in its thread
+    deadline = time.monotonic() + 30
+    while (seen(count) if count.exists() else [])[:3] != ["start", "discover", "start"]:
+        assert time.monotonic() < deadline, "the server was not started again"
+        time.sleep(0.02)
+    fresh_pid = int(count.read_text().splitlines()[2].split()[1])
+    t0 = time.monotonic()
+    host.close()
+    closed_in = time.monotonic() - t0
+    assert closed_in < 5.0, f"Host.close() took {closed_in:.2f} s"
+    deadline = time.monotonic() + 10
+    while _running(fresh_pid):
+        assert time.monotonic() < deadline, f"the fresh process {fresh_pid} outlived close()"
+        time.sleep(0.02)
+
+
+def _running(pid: int) -> bool:
+    import psutil
+
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False

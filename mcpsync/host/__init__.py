@@ -59,6 +59,7 @@ from .servers import (
     _kill_leftover,
     _per_server,
     _Server,
+    _Starting,
     ask_on_terminal,
     qualified_name,
 )
@@ -232,7 +233,7 @@ class Host(_ToolRouting):
                 elif s.state == CONNECTING:
                     # closing its transport makes the bring-up fail fast; the bring-up
                     # thread then sees the host closed and closes anything left
-                    session = s.transport
+                    session = _Starting(s.transport) if s.transport is not None else None
             if session is not None:
                 t = threading.Thread(
                     target=self._close_session,

@@ -177,8 +177,32 @@ class _Server:
 
 
 def _kill_leftover(transport: Any) -> None:
-    """Safety net: a transport closed by the host just before it spawned its process."""
-    transport.kill()  # StdioTransport: the process and its group, at once
+    """Safety net: a transport closed by the host just before it spawned its process (and
+    the copies made to start its server again, ``successor``)."""
+    for made in _successors(transport):
+        made.kill()  # StdioTransport: the process and its group, at once
+
+
+def _successors(transport: Any) -> list[Any]:
+    """``transport`` and the fresh copies made from it to start its server again (a server
+    that died of the era probe: ``transports.select.respawn``), oldest first."""
+    chain: list[Any] = []
+    while transport is not None and len(chain) < 8:
+        chain.append(transport)
+        transport = getattr(transport, "successor", None)
+    return chain
+
+
+class _Starting:
+    """What ``Host.close`` closes for a bring-up under way: the transport the host made
+    and, looked up when closing, every copy made since to start its server again."""
+
+    def __init__(self, transport: Any) -> None:
+        self.transport = transport
+
+    def close(self) -> None:
+        for made in _successors(self.transport):
+            made.close()
 
 
 def _default_connect(**kwargs: Any) -> Any:

@@ -140,6 +140,7 @@ def respawn(used: Transport) -> Factory | None:
         )  # fmt: skip
         copy.env = dict(used.env)  # exactly what the first process got
         copy.identity = used.identity
+        used.successor = copy  # whoever may close the first (a Host) finds this one
         return copy
 
     return fresh

@@ -123,6 +123,9 @@ class StdioTransport(ChildProcess, PipeReader, LineFramer, Transport):
         #: bound of a write that has no timeout of its own (notifications, replies)
         self.write_timeout = write_timeout
         self.process: subprocess.Popen[bytes] | None = None
+        #: the fresh copy made to start this server again (``select.respawn``), if any: a
+        #: Host closing a bring-up under way closes it too
+        self.successor: StdioTransport | None = None
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=stderr_tail_lines)
         self._noise: collections.deque[str] = collections.deque(maxlen=_NOISE_LINES)
         self._server_log = logging.getLogger(f"mcpsync.server.{self.name}")

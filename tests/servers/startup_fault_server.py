@@ -16,6 +16,8 @@ Owns: one flag per bring-up fault a user meets:
                      deaf until the next line arrives, then exit 1
 --old-sdk-survives   the same traceback on ``server/discover``, left unanswered, and then
                      serve on (``initialize`` works)
+--silent-if-restarted  with --count: a process that finds a start noted before its own
+                     answers nothing (the fresh process of a restart hangs)
 
 Tools: ``echo``.
 """
@@ -57,7 +59,10 @@ def main() -> int:
     parser.add_argument("--stderr", default="")
     parser.add_argument("--old-sdk", action="store_true")
     parser.add_argument("--old-sdk-survives", action="store_true")
+    parser.add_argument("--silent-if-restarted", action="store_true")
     args = parser.parse_args()
+    if args.silent_if_restarted and args.count and os.path.exists(args.count):
+        args.silent = True
     note(args.count, f"start {os.getpid()}")
     if args.ignore_term:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
