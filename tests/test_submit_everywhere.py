@@ -214,3 +214,27 @@ def test_every_submit_returns_a_future_at_once(place: Place, no_leaks: None) -> 
         assert "greet" in {p.name for p in done["prompts"]}
         assert "Ada" in done["prompt"].messages[0].content.text
         assert "Ada" in done["complete"].completion.values
+
+
+def test_legacy_sse_submit_does_not_wait_for_the_posts_answer(no_leaks: None) -> None:
+    """Legacy HTTP+SSE: the reply comes on the stream, but the POST itself waits for the
+    server's 202; a server that holds it must not hold the caller of ``submit_*``."""
+    from test_legacy_sse_transport import LegacyServer
+
+    release = threading.Event()
+
+    class Holding(LegacyServer):
+        def handle(self, req: Any) -> None:
+            if req.method == "POST" and req.json().get("method") == "tools/call":
+                release.wait(WAIT)  # the 202 is held until the test lets it go
+            super().handle(req)
+
+    with Holding() as server:
+        with mcpsync.Session.connect(server.url, transport="sse", timeout=WAIT) as s:
+            started = time.monotonic()
+            future = s.submit_call_tool("echo", {"message": "held"})
+            took = time.monotonic() - started
+            release.set()
+            assert future.result(WAIT).content[0].text == "held"
+            print(f"legacy SSE, 202 held: submit returned after {took:.3f} s")
+            assert took < AT_ONCE

@@ -65,7 +65,7 @@ class LegacySSETransport(HTTPTransport):
 
     kind = "sse"
     #: 2024-11-05 only: it cannot carry the stateless wire
-    features = Features(carries_modern=False)
+    features = Features(carries_modern=False, send_waits=True)  # the POST waits for its 202
 
     def __init__(
         self,
