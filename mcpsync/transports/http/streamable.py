@@ -247,8 +247,9 @@ class StreamableHTTPTransport(BackChannel, SessionLifecycle, HTTPTransport):
             if request_id in self._involved:  # (read unlocked: the hot path never met one)
                 with self._state_lock:
                     self._involved.discard(request_id)
-        raise SessionExpired(
-            f"{self.describe()}: the session expired {MAX_RESENDS} times while sending {method}"
+        raise SessionKeptExpiring(
+            f"{self.describe()}: the session expired {MAX_RESENDS} times while sending {method}",
+            leads.reasons if leads is not None else [],
         )
 
     def _what(self, target: Target) -> str:
@@ -301,16 +302,9 @@ class StreamableHTTPTransport(BackChannel, SessionLifecycle, HTTPTransport):
                         del self._posting[request_id]
 
     def _answered(
-        self,
-        message: Message,
-        method: str | None,
-        is_request: bool,
-        request_id: Any,
-        response: Any,
-        target: Target,
-        sent_session: str | None,
-        read_timeout: float | None,
-    ) -> bool:
+        self, message: Message, method: str | None, is_request: bool, request_id: Any,
+        response: Any, target: Target, sent_session: str | None, read_timeout: float | None,
+    ) -> bool:  # fmt: skip
         """``_post``'s reply: delivered, handed to a stream reader, or turned into an error."""
         if target is not self.target:
             self._moved(target)
