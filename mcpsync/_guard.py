@@ -9,23 +9,34 @@ the guard needs from ``_restart.Restarter``), ``READ_METHODS`` and ``is_death``.
 
 A call in flight when the server died fails with ``ServerRestarted`` (never re-sent when it
 is not a read, e.g. ``tools/call``); a call made while the restart runs waits for it (bounded
-by the call's timeout) and goes out on the new connection.
+by the call's timeout) and goes out on the new connection. A future made then (``submit_*``)
+is returned at once and sent when the restart is done (``Deferred``; its timeout is watched
+by the shared timer).
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, Protocol
 
 from ._calls import Default
+from ._shared import TIMER
 from .connection import Connection
-from .errors import ConnectError, ServerRestarted, SessionClosed, TLSError, TransportError
+from .errors import (
+    ConnectError,
+    RequestTimeout,
+    ServerRestarted,
+    SessionClosed,
+    TLSError,
+    TransportError,
+)
 from .protocol import UNSET, CallOptions, Convert, Derived, Era, settle
 from .protocol.modern import ModernFuture
 
-__all__ = ["Gate", "Guard", "Guarded", "READ_METHODS", "is_death"]
+__all__ = ["Deferred", "Gate", "Guard", "Guarded", "READ_METHODS", "is_death"]
 
 #: requests that only read: re-sent after a restart when ``RestartPolicy(retry_reads=True)``
 READ_METHODS = frozenset(
@@ -71,6 +82,10 @@ class Gate(Protocol):
     retry_reads: bool
     #: the log level last asked for (re-sent after a restart)
     level: str | None
+
+    @property
+    def phase(self) -> str:
+        """ "ready", "restarting", "failed" or "stopped"."""
 
     def reason_of(self, conn: Connection) -> BaseException | None:
         """Why a restart retired ``conn`` (None: it did not)."""
@@ -172,6 +187,58 @@ def _same(value: Any) -> Any:
     return value
 
 
+class Deferred(Future):  # type: ignore[type-arg]
+    """A future made while a restart runs: sent once it is done, or failed with
+    ``RequestTimeout`` when the call's timeout passes first (on the shared timer: its
+    ``deadline``); ``cancel()`` before it went out sends nothing, after it cancels the call."""
+
+    def __init__(self, timeout: float | None) -> None:
+        super().__init__()
+        self.deadline = float("inf") if timeout is None else time.monotonic() + timeout
+        self.timeout = timeout
+        self._source: Future[Any] | None = None
+        self._table = {0: self} if timeout is not None else {}
+        if self._table:
+            TIMER.attach(id(self), self._table, self._expire)
+            TIMER.schedule(self.deadline)
+
+    def _expire(self, _: Any) -> bool:
+        self._leave_timer()
+        settle(
+            self, RequestTimeout(f"the server is still being restarted after {self.timeout:g} s")
+        )
+        return True
+
+    def _leave_timer(self) -> None:
+        if self._table:
+            self._table.clear()
+            TIMER.detach(id(self))
+
+    def follow(self, source: Future[Any]) -> None:
+        """The call went out: its outcome is this future's."""
+        self._leave_timer()
+        self._source = source
+        if self.done():  # cancelled meanwhile
+            source.cancel()
+            return
+        source.add_done_callback(self._copy)
+
+    def _copy(self, source: Future[Any]) -> None:
+        if source.cancelled():
+            Future.cancel(self)
+        elif (error := source.exception()) is not None:
+            settle(self, error)
+        else:
+            settle(self, None, source.result())
+
+    def cancel(self) -> bool:
+        source = self._source
+        if source is not None:
+            source.cancel()
+        self._leave_timer()
+        return super().cancel()
+
+
 class Guard(Era):
     """The Session's era while a restart policy is on; ``inner`` is the current bring-up's."""
 
@@ -219,6 +286,8 @@ class Guard(Era):
         opts: CallOptions | None,
         send: Callable[[Era], Future[Any]],
     ) -> Future[Any]:
+        if self._gate.phase == "restarting":  # returned at once: sent once the restart is done
+            return self._deferred(method, opts, send)
         era, conn = self._now(opts)
         again = send if self._gate.retry_reads and method in READ_METHODS else None
         try:
@@ -233,6 +302,25 @@ class Guard(Era):
             era, conn = self._now(opts)
             source = send(era)
         return Guarded(source, self._gate, era, conn, method, again)
+
+    def _deferred(
+        self, method: str, opts: CallOptions | None, send: Callable[[Era], Future[Any]]
+    ) -> Deferred:
+        out = Deferred(_timeout_of(opts, self.conn))
+
+        def go(era: Era | None, failure: BaseException | None) -> None:
+            if out.done():  # timed out or cancelled meanwhile: nothing is sent
+                return
+            if era is None:
+                settle(out, failure or SessionClosed("the restart ended the session"))
+                return
+            try:
+                out.follow(self._future(method, opts, send))
+            except BaseException as exc:  # noqa: BLE001 - delivered through the future
+                settle(out, exc)
+
+        self._gate.after_restart(go)
+        return out
 
     # -- the Era interface -------------------------------------------------------------
 

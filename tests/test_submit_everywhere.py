@@ -238,3 +238,72 @@ def test_legacy_sse_submit_does_not_wait_for_the_posts_answer(no_leaks: None) ->
             assert future.result(WAIT).content[0].text == "held"
             print(f"legacy SSE, 202 held: submit returned after {took:.3f} s")
             assert took < AT_ONCE
+
+
+# -- with a restart policy: a future made while the server is being restarted ---------------
+
+
+def restarting_session(calls: list[str]) -> tuple[mcpsync.Session, Any, threading.Event]:
+    """A session over scripted servers (``test_restart.Fakes``) whose restart's bring-up
+    waits for the test (``release``); ``calls`` gets the tools each new server ran."""
+    from test_restart import Fakes
+
+    def echo(message: dict[str, Any]) -> dict[str, Any]:
+        calls.append(message["params"]["arguments"]["message"])
+        return {"content": [{"type": "text", "text": message["params"]["arguments"]["message"]}]}
+
+    fakes = Fakes(handlers={"tools/call": echo})
+    release, making = threading.Event(), threading.Event()
+    first = fakes()
+
+    def slow_make() -> Any:
+        making.set()  # only the restart calls it (connect got the first one itself)
+        release.wait(WAIT)
+        return fakes()
+
+    session = mcpsync.Session.connect(
+        first, restart=mcpsync.RestartPolicy(make_transport=slow_make, backoff=0),
+        timeout=WAIT, connect_timeout=5, _caches=Caches(), era="legacy",
+    )  # fmt: skip
+    fakes.crash(0)
+    assert making.wait(WAIT), "the restart did not begin"
+    return session, fakes, release
+
+
+def test_a_future_made_during_a_restart_returns_at_once(no_leaks: None) -> None:
+    calls: list[str] = []
+    s, _, release = restarting_session(calls)
+    try:
+        started = time.monotonic()
+        future = s.submit_call_tool("echo", {"message": "later"})
+        took = time.monotonic() - started
+        cancelled = s.submit_call_tool("echo", {"message": "never"})
+        assert cancelled.cancel() is True
+        print(f"submit while restarting: {took:.3f} s")
+        assert took < AT_ONCE and not future.done()
+        release.set()
+        assert future.result(WAIT).content[0].text == "later"
+        assert calls == ["later"]  # the cancelled one was never sent
+    finally:
+        release.set()
+        s.close()
+
+
+def test_a_future_made_during_a_restart_keeps_its_timeout(no_leaks: None) -> None:
+    calls: list[str] = []
+    s, _, release = restarting_session(calls)
+    try:
+        started = time.monotonic()
+        future = s.submit_call_tool("echo", {"message": "late"}, timeout=0.5)
+        assert time.monotonic() - started < AT_ONCE
+        with pytest.raises(mcpsync.RequestTimeout, match="still being restarted"):
+            future.result(WAIT)
+        took = time.monotonic() - started
+        print(f"timeout 0.5 while restarting: RequestTimeout after {took:.2f} s")
+        assert took < 0.5 + 0.5
+        release.set()
+        assert s.call_tool("echo", {"message": "after"}).content[0].text == "after"
+        assert calls == ["after"]  # the timed-out one was never sent
+    finally:
+        release.set()
+        s.close()
