@@ -138,12 +138,23 @@ def _origin(url: str) -> str:
     return f"{parts.scheme}://{parts.netloc}"
 
 
-def _http(http_session: requests.Session | None) -> requests.Session:
-    if http_session is not None:
-        return http_session
-    session = requests.Session()
-    session.trust_env = False  # no .netrc credentials on a public document
-    return session
+class _Using:
+    """The caller's session, or one of ours (no .netrc credentials on a public document)
+    closed at the end of the call, so no connection outlives it."""
+
+    def __init__(self, http_session: requests.Session | None) -> None:
+        self.own = http_session is None
+        if http_session is None:
+            http_session = requests.Session()
+            http_session.trust_env = False
+        self.http = http_session
+
+    def __enter__(self) -> requests.Session:
+        return self.http
+
+    def __exit__(self, *exc: object) -> None:
+        if self.own:
+            self.http.close()
 
 
 def _catalog_cards(
@@ -194,7 +205,8 @@ def server_cards(
     reads): past it, ``CardTimeout``."""
     tried: list[str] = []
     deadline = Deadline.checked(timeout)
-    cards = _catalog_cards(_origin(url), _http(http_session), deadline, cache, tried)
+    with _Using(http_session) as http:
+        cards = _catalog_cards(_origin(url), http, deadline, cache, tried)
     if not cards:
         raise CardNotFound(f"no catalog with Server Cards for {_origin(url)}", tried)
     return cards
@@ -227,8 +239,15 @@ def server_card(
     ``CardError``.
     """
     deadline = Deadline.checked(timeout)
+    _origin(url)
+    with _Using(http_session) as http:
+        return _find_card(url, http, deadline, cache)
+
+
+def _find_card(
+    url: str, http: requests.Session, deadline: Deadline, cache: CardCache | None
+) -> ServerCard:
     origin = _origin(url)
-    http = _http(http_session)
     path = urlsplit(url).path.rstrip("/")
     tried: list[str] = []
     accept = f"{CARD_MEDIA_TYPE}, application/json"
