@@ -58,21 +58,30 @@ def _live_children() -> list[psutil.Process]:
     return out
 
 
+def _open_fds() -> set[str]:
+    try:
+        return set(os.listdir("/proc/self/fd"))
+    except OSError:  # not Linux: the descriptors are not counted
+        return set()
+
+
 @pytest.fixture
 def left_nothing() -> Iterator[None]:
-    """After the test: within ``LADDER`` s no new mcpsync thread and no child process is
-    left (the background ladder had time to end them); polled, bounded."""
+    """After the test: within ``LADDER`` s no new mcpsync thread, no child process and no
+    new file descriptor is left (the background ladder had time to end them); polled."""
     threads_before = _our_threads()
     children_before = {p.pid for p in _live_children()}
+    fds_before = _open_fds()
     yield
     deadline = time.monotonic() + LADDER
     while True:
         threads = [t.name for t in _our_threads() - threads_before if t.is_alive()]
         children = [p.pid for p in _live_children() if p.pid not in children_before]
-        if not threads and not children:
+        fds = sorted(_open_fds() - fds_before)
+        if not threads and not children and not fds:
             return
         if time.monotonic() > deadline:
-            raise AssertionError(f"left behind after {LADDER} s: {threads}, {children}")
+            raise AssertionError(f"left behind after {LADDER} s: {threads}, {children}, fds {fds}")
         time.sleep(0.05)
 
 
