@@ -8,7 +8,9 @@ session and names it in the reply; a later POST must carry the current session i
 expired or unknown one gets 404, none at all gets 400. After the current session has
 answered N ``tools/call`` requests it expires (K times in all). With ``--forget-at-once`` every
 session expires at once, every time: each request after ``initialize`` gets 404 (and is not
-run); notifications are still accepted. ``GET /stats`` (not MCP)
+run); notifications are still accepted; with ``--gather N`` too, the first N requests are
+held until all N have come (at most 10 s), so that N callers are under way at once however
+loaded the machine is. ``GET /stats`` (not MCP)
 returns the counters as JSON: initializes, calls answered, 404s sent, requests that came
 without a session id, expiries.
 """
@@ -27,9 +29,14 @@ VERSION = "2025-11-25"
 
 
 class State:
-    def __init__(self, expire_every: int, expiries: int, forget_at_once: bool = False) -> None:
+    def __init__(
+        self, expire_every: int, expiries: int, forget_at_once: bool = False, gather: int = 0
+    ) -> None:
         self.expire_every = expire_every
         self.forget_at_once = forget_at_once
+        self.gather = gather
+        self.gathered = threading.Condition()
+        self.arrived = 0
         self.max_expiries = expiries
         self.lock = threading.Lock()
         self.ids = itertools.count(1)
@@ -84,6 +91,12 @@ def make_handler(state: State) -> type[BaseHTTPRequestHandler]:
             message = json.loads(self.rfile.read(length))
             session = self.headers.get("Mcp-Session-Id")
             method = message.get("method")
+            if state.gather and "id" in message and method != "initialize":
+                with state.gathered:
+                    state.arrived += 1
+                    if state.arrived <= state.gather:
+                        state.gathered.notify_all()
+                        state.gathered.wait_for(lambda: state.arrived >= state.gather, 10)
             with state.lock:
                 if method == "initialize":
                     sid = f"session-{next(state.ids)}"
@@ -161,8 +174,9 @@ def main() -> None:
     parser.add_argument("--expire-every", type=int, default=50)
     parser.add_argument("--expiries", type=int, default=6)
     parser.add_argument("--forget-at-once", action="store_true")
+    parser.add_argument("--gather", type=int, default=0)
     args = parser.parse_args()
-    state = State(args.expire_every, args.expiries, args.forget_at_once)
+    state = State(args.expire_every, args.expiries, args.forget_at_once, args.gather)
     server = Server(("127.0.0.1", 0), make_handler(state))
     port = server.server_address[1]
     print(f"http_expiring_server ready: http://127.0.0.1:{port}/mcp", file=sys.stderr, flush=True)

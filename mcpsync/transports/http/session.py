@@ -88,8 +88,8 @@ class SessionLifecycle:
     _fruitless: int
     #: how many times every request under way was failed (``_give_up``)
     _given_up: int
-    #: ids of the requests under way that met an expiry (waited, raced or led)
-    _involved: set[Any]
+    #: ids of the requests under way (in ``send``)
+    _under_way: set[Any]
     _closing: threading.Event
     _init_headers: dict[str, str]
     _post_headers: dict[str, str]
@@ -173,7 +173,6 @@ class SessionLifecycle:
         method: str | None,
         is_request: bool,
         read_timeout: float | None,
-        request_id: Any = None,
         entered: int = 0,
     ) -> tuple[dict[str, str], str | None, float | None]:
         """Called with the state lock held while ``_expiry`` is set: the headers to send with
@@ -186,7 +185,6 @@ class SessionLifecycle:
                 f"{self.describe()}: the session expired and is being re-initialized; "
                 f"{method or 'the response'} was not sent"
             )
-        self._involved.add(request_id)
         bound = read_timeout if read_timeout is not None else _REINIT_WAIT
         deadline = time.monotonic() + bound
         generation = self._expiry_generation
@@ -254,8 +252,7 @@ class SessionLifecycle:
                 leads = self._led.pop(request_id, None) or Leads(entered)
             entered = leads.entered
             leads.reasons.append(error)
-            self._involved.add(request_id)
-            if len(self._involved) <= 1:
+            if len(self._under_way) <= 1:
                 leads.own += 1  # no other request is under way: this one's own bound
             if self._given_up != entered:  # given up while under way: the next one leads
                 if self._expiry is _LEADER:

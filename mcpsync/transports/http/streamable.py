@@ -156,7 +156,7 @@ class StreamableHTTPTransport(BackChannel, SessionLifecycle, HTTPTransport):
         self._led: dict[Any, Leads] = {}
         self._fruitless = 0
         self._given_up = 0
-        self._involved: set[Any] = set()
+        self._under_way: set[Any] = set()
         #: request id -> the cut of its POST while no reply stream carries it yet
         self._posting: dict[Any, _Cut] = {}
         self._rebuild_headers()
@@ -223,6 +223,9 @@ class StreamableHTTPTransport(BackChannel, SessionLifecycle, HTTPTransport):
         request_id = message["id"] if is_request else None
         if self._led and request_id in self._led:  # the connection's re-send: as first sent
             entered = self._led[request_id].entered
+        under_way = self._under_way  # (a set's add and discard need no lock)
+        if is_request:
+            under_way.add(request_id)
         try:
             for _ in range(MAX_RESENDS):
                 try:
@@ -231,7 +234,7 @@ class StreamableHTTPTransport(BackChannel, SessionLifecycle, HTTPTransport):
                             hdrs, sent_session = self._post_headers, self._post_session
                         else:  # the session expired: wait for the re-initialization (or lead it)
                             hdrs, sent_session, read_timeout = self._await_session(
-                                method, is_request, read_timeout, request_id, entered
+                                method, is_request, read_timeout, entered
                             )
                     if self._post(
                         message, method, is_request, hdrs, sent_session, read_timeout, headers
@@ -244,9 +247,7 @@ class StreamableHTTPTransport(BackChannel, SessionLifecycle, HTTPTransport):
                         raise
                     leads = self._expired_again(request_id, method, exc, leads, entered)
         finally:
-            if request_id in self._involved:  # (read unlocked: the hot path never met one)
-                with self._state_lock:
-                    self._involved.discard(request_id)
+            under_way.discard(request_id)
         raise SessionKeptExpiring(
             f"{self.describe()}: the session expired {MAX_RESENDS} times while sending {method}",
             leads.reasons if leads is not None else [],
