@@ -54,14 +54,6 @@ STALL = str(SERVERS_DIR / "stall_server.py")
 POINT_1 = pytest.mark.xfail(
     strict=True, reason="issue 31 point 1: being fixed (connect_timeout is an overall bound)"
 )
-POINT_8 = pytest.mark.xfail(
-    strict=True,
-    reason="issue 31 point 8: being fixed (one deadline per URL fetch, checked while the body is read)",
-)
-POINT_2 = pytest.mark.xfail(
-    strict=True,
-    reason="issue 31 point 2: being fixed (a call's timeout bounds the write and a reply of any size)",
-)
 
 
 def stall_argv(*flags: str) -> list[str]:
@@ -133,7 +125,7 @@ CONNECT_STALLS = {
 
 @pytest.mark.parametrize(
     "case",
-    [pytest.param(c, marks=POINT_1) if "deaf" in c else c for c in CONNECT_STALLS],
+    list(CONNECT_STALLS),
 )
 def test_stdio_connect_timeout_bounds_the_bring_up(case: str, no_leaks: None) -> None:
     flags, era = CONNECT_STALLS[case]
@@ -313,10 +305,7 @@ HTTP_CONNECT_STALLS = {
 
 @pytest.mark.parametrize(
     "case",
-    [
-        pytest.param(c, marks=POINT_1) if c == "initialize-trickle" else c
-        for c in HTTP_CONNECT_STALLS
-    ],
+    list(HTTP_CONNECT_STALLS),
 )
 def test_http_connect_timeout_bounds_the_bring_up(case: str, no_leaks: None) -> None:
     stalls, transport = HTTP_CONNECT_STALLS[case]
@@ -354,22 +343,14 @@ HTTP_CALLS: dict[str, Callable[..., Any]] = {
 
 
 @pytest.mark.parametrize("call", list(HTTP_CALLS))
-def test_http_a_calls_own_timeout(
-    call: str, http_session: mcpsync.Session, request: pytest.FixtureRequest
-) -> None:
-    if call == "trickled" and http_session.transport.kind == "streamable-http":
-        request.applymarker(POINT_2)
+def test_http_a_calls_own_timeout(call: str, http_session: mcpsync.Session) -> None:
     elapsed, error = timed(lambda: HTTP_CALLS[call](http_session, timeout=1.5))
     check_bound(elapsed, error, 1.5)
     usable(http_session)
 
 
 @pytest.mark.parametrize("call", list(HTTP_CALLS))
-def test_http_the_sessions_default_timeout(
-    call: str, http_session: mcpsync.Session, request: pytest.FixtureRequest
-) -> None:
-    if call == "trickled" and http_session.transport.kind == "streamable-http":
-        request.applymarker(POINT_2)
+def test_http_the_sessions_default_timeout(call: str, http_session: mcpsync.Session) -> None:
     elapsed, error = timed(lambda: HTTP_CALLS[call](http_session))
     check_bound(elapsed, error, 1)
     usable(http_session)
@@ -381,7 +362,6 @@ def test_http_a_list_kept_alive_by_comments_is_bounded(http_session: mcpsync.Ses
     usable(http_session)
 
 
-@POINT_2
 def test_http_the_request_body_write_is_bounded_by_the_calls_timeout(
     http_session: mcpsync.Session,
 ) -> None:
@@ -593,7 +573,7 @@ def test_sse_read_timeout_ends_an_idle_get_stream(no_leaks: None) -> None:
 # ============================================== URLs fetched on a server's word (point 8)
 
 
-@pytest.mark.parametrize("mode", ["silent", pytest.param("trickle", marks=POINT_8)])
+@pytest.mark.parametrize("mode", ["silent", "trickle"])
 def test_server_card_timeout_bounds_one_card(mode: str, no_leaks: None) -> None:
     with StallWeb(mode, stalled={"/mcp/server-card"}) as web:
         elapsed, error = timed(
@@ -602,7 +582,6 @@ def test_server_card_timeout_bounds_one_card(mode: str, no_leaks: None) -> None:
     check_bound(elapsed, error, 1, MCPSyncError)
 
 
-@POINT_8
 def test_server_card_timeout_bounds_the_whole_search(no_leaks: None) -> None:
     # every place a card may be (its path, the catalogs, the well-known paths) is silent:
     # one deadline for them all
@@ -611,7 +590,7 @@ def test_server_card_timeout_bounds_the_whole_search(no_leaks: None) -> None:
     check_bound(elapsed, error, 1, MCPSyncError)
 
 
-@pytest.mark.parametrize("mode", ["silent", pytest.param("trickle", marks=POINT_8)])
+@pytest.mark.parametrize("mode", ["silent", "trickle"])
 def test_fetch_icon_timeout(mode: str) -> None:
     from mcpsync.display import Icon
 
@@ -623,7 +602,7 @@ def test_fetch_icon_timeout(mode: str) -> None:
     assert 1 - EARLY <= elapsed <= 1 + SLACK, f"fetch_icon(timeout=1) took {elapsed:.2f} s"
 
 
-@pytest.mark.parametrize("mode", ["silent", pytest.param("trickle", marks=POINT_8)])
+@pytest.mark.parametrize("mode", ["silent", "trickle"])
 def test_oauth_timeout_bounds_a_metadata_fetch(mode: str, no_leaks: None) -> None:
     # the MCP server answers 401 naming its resource metadata; that document stalls
     from mcpsync.auth import MemoryTokenStore, OAuth
