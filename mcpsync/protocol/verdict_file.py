@@ -13,8 +13,9 @@ new process would pay that server's start-up twice. A verdict that cost one roun
 (an error answering the probe) stays in memory only, so an upgraded server is probed again
 by the next process.
 
-Trust: a file or folder that is not a regular file (a folder) owned by this user, that
-others may write, or that is reached through a symlink, a file that does not parse or has
+Trust: the folder follows ``_cachedir``'s rule (made 0700, refused when another user owns
+it or others may write it: then nothing is read or written); a file that is not a regular
+file of this user, that others may write, or that is reached through a symlink, a file that does not parse or has
 another shape, and an entry that is too old, are all treated as absent: nothing is read
 from them and, for the folder, nothing is written. Every failure to read or write is
 quiet (a cache: the cost is one probe).
@@ -30,7 +31,8 @@ import threading
 import time
 from typing import Any
 
-from .._cachedir import user_cache_dir
+from .._cachedir import check_private_dir, private_dir, user_cache_dir
+from ..errors import UnsafePathError
 
 __all__ = ["VerdictFile", "FILE_NAME", "MAX_ENTRIES", "MAX_AGE", "MAX_BYTES"]
 
@@ -86,22 +88,14 @@ class VerdictFile:
     # -- the file ----------------------------------------------------------------------
 
     def _folder_ok(self, create: bool) -> bool:
-        folder = self.folder
+        """The folder passes ``_cachedir``'s rule (made 0700 when ``create``); else False."""
         try:
-            st = os.lstat(folder)
-        except FileNotFoundError:
-            if not create:
-                return False
-            try:
-                os.makedirs(folder, mode=0o700, exist_ok=True)
-                st = os.lstat(folder)
-            except OSError as exc:
-                log.debug("mcpsync: cannot make %s: %s", folder, exc)
-                return False
-        except OSError:
-            return False
-        if not stat.S_ISDIR(st.st_mode) or not _own_and_private(st):
-            log.debug("mcpsync: %s is not a private folder of this user: not used", folder)
+            if create:
+                private_dir(self.folder)
+            else:
+                check_private_dir(self.folder)
+        except (UnsafePathError, OSError) as exc:
+            log.debug("mcpsync: era verdicts not kept: %s", exc)
             return False
         return True
 
