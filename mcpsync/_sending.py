@@ -6,7 +6,9 @@ POST waits for its reply's head or reads a JSON reply whole: ``request()`` then 
 once and calls overlap; a call cancelled, timed out or failed before its turn is never sent)
 and ``send_failed`` (the first send of a request raised: after ``SessionExpired`` the
 connection re-initializes and sends it once more; Ctrl-C cancels the call and tells the
-server; any other error fails the call). Used by ``mcpsync.connection`` only, which hands
+server; any other error fails the call), and ``notify_later`` (a notification sent on such a
+worker, within ``NOTICE_TIMEOUT``: a call that timed out or was cancelled tells the server
+without making its caller wait for a silent server's answer to that POST). Used by ``mcpsync.connection`` only, which hands
 itself in (``Sender``): nothing here imports it.
 """
 
@@ -27,11 +29,14 @@ from .errors import (
 )
 from .transports.base import Message, Transport
 
-__all__ = ["Sender", "send_later", "send_failed"]
+__all__ = ["Sender", "send_later", "send_failed", "notify_later", "NOTICE_TIMEOUT"]
 
 log = logging.getLogger("mcpsync")
 
 _NO_EXTRA: Mapping[str, Any] = {}  # no extra send() arguments (never mutated)
+#: the bound of a notification sent by ``notify_later`` (seconds): under the close's own
+#: deadline (``connection.CLOSE_TIMEOUT``, 3 s), so a silent server holds no sender past it
+NOTICE_TIMEOUT = 2.0
 
 
 class Sender(Protocol):
@@ -45,6 +50,11 @@ class Sender(Protocol):
     def _retire(self, call: _Call, error: BaseException) -> None: ...
     def _reinitialize_once(self) -> None: ...
     def _send_cancelled(self, call: _Call, reason: str) -> None: ...
+    def notify(
+        self, method: str, params: dict[str, Any] | None = None, *, timeout: float | None = None
+    ) -> None: ...
+    @property
+    def closed(self) -> bool: ...
 
 
 class _Outgoing:
@@ -79,6 +89,34 @@ class _Outgoing:
             except BaseException:  # noqa: BLE001 - a sender thread goes on
                 log.exception("mcpsync: sending %s to %s failed", call.method, conn.name)
         return False  # one request: nothing more to do
+
+
+class _Notice:
+    """A notification waiting for a shared sender thread (``SENDS`` runs ``drain``)."""
+
+    __slots__ = ("conn", "method", "params")
+
+    def __init__(self, conn: Sender, method: str, params: dict[str, Any] | None) -> None:
+        self.conn = conn
+        self.method = method
+        self.params = params
+
+    def drain(self) -> bool:
+        conn = self.conn
+        if conn.closed:
+            return False  # the connection ended first: nobody to tell
+        try:
+            conn.notify(self.method, self.params, timeout=NOTICE_TIMEOUT)
+        except MCPSyncError as exc:  # a silent or gone server: the caller has moved on
+            log.debug("mcpsync: %s to %s not delivered: %s", self.method, conn.name, exc)
+        except Exception:  # noqa: BLE001 - a sender thread goes on
+            log.exception("mcpsync: sending %s to %s failed", self.method, conn.name)
+        return False
+
+
+def notify_later(conn: Sender, method: str, params: dict[str, Any] | None) -> None:
+    """Send a notification on a shared sender thread, bounded by ``NOTICE_TIMEOUT``."""
+    SENDS.schedule(_Notice(conn, method, params))
 
 
 def send_later(

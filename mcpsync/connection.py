@@ -65,7 +65,7 @@ from ._calls import (
     warn_alive,
 )
 from ._dispatch import ClosedCallbacks, Dispatcher
-from ._sending import send_failed, send_later
+from ._sending import notify_later, send_failed, send_later
 from ._served import ServerRequests
 from ._shared import POOL, SENDS, TIMER
 from .errors import (
@@ -329,8 +329,11 @@ class Connection:
         with self._reinit_lock:  # one thread re-initializes; the others wait and re-send
             self.reinitialize()
 
-    def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
-        """Send a notification (no response)."""
+    def notify(
+        self, method: str, params: dict[str, Any] | None = None, *, timeout: float | None = None
+    ) -> None:
+        """Send a notification (no response). ``timeout`` bounds the send (default: the
+        transport's own; over HTTP the POST waits for the server's 202)."""
         if self._closed:
             raise self._closed_error()
         message: Message = {"jsonrpc": "2.0", "method": method}
@@ -339,7 +342,10 @@ class Connection:
             params["_meta"] = {**self.meta_provider(method), **(params.get("_meta") or {})}
         if params is not None:
             message["params"] = params
-        self.transport.send(message)
+        if timeout is None:
+            self.transport.send(message)
+        else:
+            self.transport.send(message, timeout=timeout)
 
     def wait(self, future: Future[Any]) -> Any:
         """Block until ``future`` resolves; bounded by the call's deadline.
@@ -520,9 +526,12 @@ class Connection:
         )
         # Whoever takes a call out of the table tells the server: here the timeout, or a
         # future.cancel() that came in between (its own _on_cancelled finds the table empty).
-        self._send_cancelled(
-            call, "timed out" if call.settle(None, error) else "cancelled by the client"
-        )
+        settled = call.settle(None, error)
+        if self._pump is not None:
+            # A caller may be reading the pipe for this call's future (stdio): wake it, so
+            # the future's waiter sees the timeout now, not when its own read times out.
+            self.transport.wakeup()
+        self._send_cancelled(call, "timed out" if settled else "cancelled by the client")
         return True
 
     def _retire(self, call: _Call, error: BaseException) -> None:
@@ -537,8 +546,15 @@ class Connection:
         self.transport.abort_request(call.id)  # stop reading a reply nobody waits for (SSE)
         if call.params is not None and "task" in call.params:
             return  # task-augmented: the spec says tasks/cancel MUST be used (the tasks layer)
+        params = {"requestId": call.id, "reason": reason}
+        if self._send_later:
+            # Sending waits for the server (HTTP: the POST waits for its 202): a caller whose
+            # call timed out or was cancelled must not wait for that; a sender thread tells
+            # the server, within its own short bound (``_sending.NOTICE_TIMEOUT``).
+            notify_later(self, "notifications/cancelled", params)
+            return
         try:
-            self.notify("notifications/cancelled", {"requestId": call.id, "reason": reason})
+            self.notify("notifications/cancelled", params)
         except MCPSyncError:
             pass
 

@@ -240,9 +240,9 @@ class Derived(Future):  # type: ignore[type-arg]
                 return conn.wait(self)
             pump = conn._pump  # the transport's read-in-this-thread hook (stdio), if any
             if pump is not None:
-                pump(self, time.monotonic() + timeout)
-                if self.done():
-                    timeout = 0
+                deadline = time.monotonic() + timeout
+                pump(self, deadline)
+                timeout = 0 if self.done() else max(deadline - time.monotonic(), 0.0)
         return super().result(timeout)
 
 
