@@ -168,7 +168,7 @@ def test_the_codes_lifetime_bounds_the_polling(rsps, http):
     t = FakeTime()
     with pytest.raises(ExpiredToken, match="within 12 s"):
         post(http, device_auth(t))
-    assert t.waits == [5, 5, 5] and len(d.polls) == 2  # t=5, t=10 polled; t=15 is past
+    assert t.waits == [5, 5, 2] and len(d.polls) == 2  # t=5, t=10 polled; t=15 is past: ends at 12
 
 
 def test_authorization_timeout_bounds_it_too_and_interval_defaults_to_5(rsps, http):

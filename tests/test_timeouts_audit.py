@@ -626,17 +626,8 @@ def test_oauth_timeout_bounds_a_metadata_fetch(mode: str, no_leaks: None) -> Non
     [
         (1, 2, 1800),  # authorization_timeout ends it
         (1, 300, 2),  # the code's lifetime ends it
-        pytest.param(
-            5,
-            2,
-            1800,
-            id="interval-longer-than-the-timeout",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="issue 31 point 12 (new): the device flow sleeps its whole poll interval "
-                "past authorization_timeout (and past the code's expires_in): 5.0 s for 2 s",
-            ),
-        ),  # fmt: skip
+        pytest.param(5, 2, 1800, id="interval-longer-than-the-timeout"),
+        pytest.param(5, 300, 2, id="interval-longer-than-the-codes-lifetime"),
     ],
 )
 def test_device_flow_authorization_timeout(

@@ -70,6 +70,7 @@ _CLIENT_ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer
 SLOW_DOWN_STEP = 5.0  # RFC 8628 3.5: add 5 seconds to the interval on slow_down
 _SLICE = 0.25  # longest uninterrupted wait
 MAX_BACKOFF = 60.0  # longest wait after failed polls in a row
+_MIN_POLL = 0.1  # the shortest time a poll made just before the deadline is given
 #: OAuth errors of a token endpoint that is briefly unable to answer (RFC 6749 5.2 / 4.1.2.1)
 _TRANSIENT_ERRORS = ("temporarily_unavailable", "server_error")
 
@@ -258,7 +259,9 @@ class DeviceFlow(Grant):
         interval = code.interval
         pause, failures, last_hiccup = interval, 0, ""
         while True:
-            if self._wait(pause):
+            # a pause never outlasts the deadline: a poll due past it is not made, the
+            # flow ends at the deadline instead (RFC 8628 3.5: never poll sooner)
+            if self._wait(max(0.0, min(pause, deadline - self.clock()))):
                 raise AuthError("device authorization was cancelled")
             if self.clock() >= deadline:
                 why = f"; the token endpoint was failing ({last_hiccup})" if failures else ""
@@ -273,8 +276,8 @@ class DeviceFlow(Grant):
                 tok = _token_request(
                     cast(requests.Session, observed), asm, client, DEVICE_CODE_GRANT,
                     {"device_code": code.device_code, "resource": resource},
-                    timeout=timeout, allow_insecure=allow_insecure, secrets=[code.device_code],
-                    dpop=dpop,
+                    timeout=min(timeout, max(deadline - self.clock(), _MIN_POLL)),
+                    allow_insecure=allow_insecure, secrets=[code.device_code], dpop=dpop,
                 )  # fmt: skip
             except AuthError as exc:
                 hiccup = observed.hiccup(exc)
