@@ -278,9 +278,7 @@ def test_shutdown_timeout_bounds_close_of_a_server_that_will_not_stop(no_leaks: 
 # ================================================================================ HTTP
 
 
-@pytest.mark.parametrize(
-    "transport", ["auto", "streamable-http", pytest.param("sse", marks=POINT_1)]
-)
+@pytest.mark.parametrize("transport", ["auto", "streamable-http", "sse"])
 def test_http_connect_timeout_against_a_port_that_never_answers(
     transport: str, no_leaks: None
 ) -> None:

@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urljoin
 
@@ -121,10 +122,23 @@ class LegacySSETransport(HTTPTransport):
         if self._closing.is_set():
             raise TransportError(f"{self.describe()}: transport is closed")
         self._bind(on_message, on_close, on_error)
+        wait = self.connect_timeout if self.connect_timeout is not None else 30.0
+        deadline = time.monotonic() + wait  # one bound for the stream's head and ``endpoint``
         headers = {**self._http.headers, "Accept": ACCEPT_SSE, "Cache-Control": "no-cache"}
-        response, target = self._http.request(
-            "GET", self.target, headers, None, self.sse_read_timeout
-        )
+        watch = _HeadWatch(f"mcpsync-sse-connect[{self.name}]", wait)
+        try:
+            response, target = self._http.request(
+                "GET", self.target, headers, None, self.sse_read_timeout, watch.attach
+            )
+        except BaseException as exc:
+            if not watch.end() and isinstance(exc, Exception):  # cut by the watch: too late
+                self._abort_start()
+                raise self._no_head(wait) from None
+            raise
+        if not watch.end():  # the head came as the watch cut it: the stream is broken
+            discard(response)
+            self._abort_start()
+            raise self._no_head(wait)
         self.target = target
         what = f"GET {safe_url(target.url)}"
         if response.status != 200:
@@ -138,8 +152,7 @@ class LegacySSETransport(HTTPTransport):
             target=self._read, name=f"mcpsync-sse-reader[{self.name}]", daemon=True
         )
         self._reader.start()
-        wait = self.connect_timeout if self.connect_timeout is not None else 30.0
-        if not self._endpoint_ready.wait(wait):
+        if not self._endpoint_ready.wait(max(deadline - time.monotonic(), 0.0)):
             self._abort_start()
             raise RequestTimeout(f"{what}: no endpoint event within {wait:g} s")
         if self.endpoint is None:
@@ -204,6 +217,11 @@ class LegacySSETransport(HTTPTransport):
 
     # -- internals -------------------------------------------------------------------
 
+    def _no_head(self, wait: float) -> RequestTimeout:
+        return RequestTimeout(
+            f"GET {safe_url(self.target.url)}: no answer within connect_timeout={wait:g} s"
+        )
+
     def _abort_start(self) -> None:
         self._closing.set()
         if self._response is not None:
@@ -261,3 +279,46 @@ class LegacySSETransport(HTTPTransport):
         if not closing.is_set():
             self._ended = ended
             self._report_close(ended)
+
+
+class _HeadWatch:
+    """Cuts the event stream's GET (its connection's ``abort``, given by the fast path's
+    ``on_conn``) when its response head has not come within ``seconds``: the wait for the
+    head is bounded by ``connect_timeout`` whatever the stream's idle limit. Its timer
+    thread ends in ``end()``."""
+
+    def __init__(self, name: str, seconds: float) -> None:
+        self._lock = threading.Lock()
+        self._aborts: list[Callable[[], None]] = []
+        self._done = False
+        self.fired = False
+        self._timer = threading.Timer(seconds, self._fire)
+        self._timer.name = name
+        self._timer.daemon = True
+        self._timer.start()
+
+    def attach(self, abort: Callable[[], None]) -> None:
+        with self._lock:
+            self._aborts.append(abort)
+            fired = self.fired
+        if fired:
+            abort()
+
+    def _fire(self) -> None:
+        with self._lock:
+            if self._done:
+                return
+            self.fired = True
+            aborts = list(self._aborts)
+        for abort in aborts:
+            abort()
+
+    def end(self) -> bool:
+        """Stop watching; False if the watch cut the request (its head was too late)."""
+        with self._lock:
+            self._done = True
+            fired = self.fired
+        self._timer.cancel()
+        if self._timer is not threading.current_thread():
+            self._timer.join()
+        return not fired
