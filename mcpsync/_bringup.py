@@ -89,11 +89,17 @@ class BringUp:
         paused = None
         if auth_before is not None:  # an interactive authorization does not count against the bound
             paused = lambda: auth_obj.flow_seconds or 0.0  # noqa: E731
-        self._era = era_impl = bring_up(
-            self._conn, interest=self._interest, tools=self._tools, keep_alive=self._keep_alive,
-            relist_tools=self._relist_tools, require=self._require, caches=self._caches,
-            capabilities=self._client_capabilities, deadline=deadline, paused=paused, **args,
-        )  # fmt: skip
+        transport = self._conn.transport
+        transport.bringup_deadline = deadline  # its own bring-up waits end by it too
+        try:
+            self._era = era_impl = bring_up(
+                self._conn, interest=self._interest, tools=self._tools,
+                keep_alive=self._keep_alive, relist_tools=self._relist_tools,
+                require=self._require, caches=self._caches,
+                capabilities=self._client_capabilities, deadline=deadline, paused=paused, **args,
+            )  # fmt: skip
+        finally:
+            transport.bringup_deadline = None
         handshake = era_impl.agreement
         self._allowed = set()
         self._handshake = handshake

@@ -50,11 +50,6 @@ EARLY = 0.05
 
 STALL = str(SERVERS_DIR / "stall_server.py")
 
-#: bounds another helper of issue 31 is fixing: strict, so the lead removes them when it lands
-POINT_1 = pytest.mark.xfail(
-    strict=True, reason="issue 31 point 1: being fixed (connect_timeout is an overall bound)"
-)
-
 
 def stall_argv(*flags: str) -> list[str]:
     return [sys.executable, STALL, *flags]
@@ -516,7 +511,6 @@ def test_back_channel_wait_bounds_the_wait_for_an_unanswered_get(no_leaks: None)
     assert 1 - EARLY <= elapsed <= 1 + SLACK, f"back_channel_wait=1: bring-up took {elapsed:.2f} s"
 
 
-@POINT_1
 def test_back_channel_wait_stays_within_connect_timeout(no_leaks: None) -> None:
     # the default back_channel_wait (5 s) may not stretch a 2 s connect_timeout
     # (HEAD 565250d: 5.2 s, then a session that works)
@@ -533,11 +527,6 @@ def test_back_channel_wait_stays_within_connect_timeout(no_leaks: None) -> None:
     assert elapsed <= 2 + SLACK, f"connect_timeout=2 took {elapsed:.2f} s ({error})"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 31 point 12 (new): close() does not interrupt a GET back-channel still "
-    "waiting for its response headers: it takes CLOSE_TIMEOUT (3.0 s) and logs 'did not stop'",
-)
 def test_close_ends_a_get_back_channel_that_was_never_answered(no_leaks: None) -> None:
     with StallHTTP(get="silent") as peer:
         transport = StreamableHTTPTransport(peer.url, back_channel_wait=0)

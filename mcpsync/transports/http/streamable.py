@@ -188,7 +188,9 @@ class StreamableHTTPTransport(BackChannel, SessionLifecycle, HTTPTransport):
                 renewed = True
         if renewed:
             self._renew_back_channel()  # the old session's GET stream goes
-        if self._maybe_open_back_channel() and not self._get_settled.wait(self.back_channel_wait):
+        if self._maybe_open_back_channel() and not self._get_settled.wait(
+            self._back_channel_wait()
+        ):
             log.debug("mcpsync: GET stream of %s not answered yet; going on", self.describe())
 
     def send(
@@ -394,6 +396,7 @@ class StreamableHTTPTransport(BackChannel, SessionLifecycle, HTTPTransport):
             self._session_cond.notify_all()  # requests waiting for a re-initialization
             streams = list(self._streams)
             get_thread = self._get_thread
+        self._cut_back_channel()  # a GET still waiting for its head
         for stream in streams:
             shutdown_response(stream.response)
         current = threading.current_thread()

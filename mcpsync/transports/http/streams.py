@@ -7,12 +7,16 @@ initialization on ``mcpsync-http-get[name]``, re-opens it with ``Last-Event-ID``
 ends, gives up after ``max_reconnects`` failures, and treats 405 as "no GET stream"; after
 a re-initialization it ends the old session's stream and opens one for the new session
 (the old one may sit on a connection the server no longer has: no FIN ever ends it).
+Bring-up waits for the GET at most ``back_channel_wait``, capped by what is left of the
+bring-up's deadline; close() cuts a GET still waiting for its head (its connection's abort).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ...errors import MCPSyncError, ProtocolError, RequestTimeout
@@ -57,6 +61,7 @@ class BackChannel:
     target: Target
     back_channel: bool
     back_channel_wait: float
+    bringup_deadline: float | None
     protocol_version: str | None
     max_event_bytes: int
     sse_read_timeout: float | None
@@ -69,6 +74,8 @@ class BackChannel:
     _get_thread: threading.Thread | None
     _get_open: threading.Event
     _get_settled: threading.Event
+    #: the connection of the GET being sent or awaiting its head (its ``abort``): close() cuts it
+    _get_abort: Callable[[], None] | None = None
     _streams: set[_Stream]
     _http: Any
 
@@ -85,7 +92,9 @@ class BackChannel:
 
     def _open_get(self, last_event_id: str | None, read_timeout: float | None) -> Any:
         headers = self._side_headers(ACCEPT_SSE, last_event_id)
-        response, _ = self._http.request("GET", self.target, headers, None, read_timeout)
+        response, _ = self._http.request(
+            "GET", self.target, headers, None, read_timeout, self._attach_get
+        )
         if response.status == 200 and not response.headers.get(
             "content-type", ""
         ).lower().startswith(ACCEPT_SSE):
@@ -94,6 +103,32 @@ class BackChannel:
                 f"GET {safe_url(self.target.url)}: 200 reply is not an event stream"
             )
         return response
+
+    def _attach_get(self, abort: Callable[[], None]) -> None:
+        """``on_conn`` of the GET: keep its connection's ``abort`` for close(); cut at once
+        when close() came first."""
+        with self._state_lock:
+            self._get_abort = abort
+            closing = self._closing.is_set()
+        if closing:
+            abort()
+
+    def _cut_back_channel(self) -> None:
+        """close(): end a GET still waiting for its head (a registered stream is ended by
+        its response's shutdown); from another thread, at once."""
+        with self._state_lock:
+            abort, self._get_abort = self._get_abort, None
+        if abort is not None:
+            abort()
+
+    def _back_channel_wait(self) -> float:
+        """How long bring-up waits for the GET: ``back_channel_wait``, capped by what is left
+        of the bring-up's ``connect_timeout`` (``bringup_deadline``)."""
+        wait = self.back_channel_wait
+        deadline = self.bringup_deadline
+        if deadline is not None:
+            wait = min(wait, deadline - time.monotonic())
+        return max(wait, 0.0)
 
     # -- the GET back-channel ----------------------------------------------------------------
 
