@@ -123,7 +123,17 @@ def test_read_app_resource_timeout(more: mcpsync.Session) -> None:
     usable(more)
 
 
-def test_apps_call_timeout_bounds_the_tool_call(more: mcpsync.Session) -> None:
+@pytest.fixture(scope="module")
+def app_ready(more: mcpsync.Session) -> mcpsync.Session:
+    """anywidget imported (a one-time local cost, 0.7 s under load, that is no wait on the
+    server) and the tools listed, so a timed ``apps.call`` measures its calls only."""
+    assert apps.AppView is not None
+    more.list_tools()
+    return more
+
+
+def test_apps_call_timeout_bounds_the_tool_call(app_ready: mcpsync.Session) -> None:
+    more = app_ready
     elapsed, error = timed(lambda: apps.call(more, "hang", {}, timeout=1))
     check_bound(elapsed, error, 1)
     usable(more)
@@ -134,7 +144,8 @@ def test_apps_call_timeout_bounds_the_tool_call(more: mcpsync.Session) -> None:
     reason="issue 31 point 12 (new): apps.call(timeout=) does not reach the read of the "
     "tool's ui:// resource (render() reads it with the session's default timeout)",
 )
-def test_apps_call_timeout_bounds_the_read_of_the_app(more: mcpsync.Session) -> None:
+def test_apps_call_timeout_bounds_the_read_of_the_app(app_ready: mcpsync.Session) -> None:
+    more = app_ready
     # the tool answers at once; its ui:// resource is never read
     elapsed, error = timed(lambda: apps.call(more, "hang_app", {}, timeout=1))
     check_bound(elapsed, error, 1)
@@ -409,3 +420,25 @@ def test_oauth_grant_timeout_bounds_its_token_request(
         seen = peer.seen()
     assert f"POST {stalled}" in seen, seen  # the stall was reached
     check_bound(elapsed, error, 1, MCPSyncError)
+
+
+# =================================================== RestartPolicy(backoff, max_backoff)
+
+
+def test_close_ends_a_restart_backoff_at_once(no_leaks: None) -> None:
+    # backoff and max_backoff are delays, not waits on a server: close() ends them at once
+    from test_restart import LogWatch, kill
+
+    from mcpsync import RestartPolicy
+
+    restarting = LogWatch("restarting it")
+    policy = RestartPolicy(backoff=60, max_backoff=60)
+    session = mcpsync.Session.connect(MORE, connect_timeout=20, era="legacy", restart=policy)
+    try:
+        kill(session)
+        assert restarting.wait(WAIT)  # the restart began: its 60 s backoff
+    finally:
+        restarting.remove()
+        elapsed, error = timed(session.close)
+    assert error is None, error
+    assert elapsed <= SLACK, f"close() during a 60 s backoff took {elapsed:.2f} s"
