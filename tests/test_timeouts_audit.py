@@ -165,22 +165,8 @@ CALLS: dict[str, Callable[..., Any]] = {
 }  # fmt: skip
 
 
-#: NEW bound violation (nobody was fixing it): ``Derived.result(timeout)`` on stdio reads the
-#: pipe in the caller until ``timeout`` passes, and the request's own timer, which settles
-#: the future at its ``timeout``, does not wake that read: ``submit_ping(timeout=1.5)
-#: .result(timeout=30)`` raises its RequestTimeout after 30 s (the tests wait 5 s: 5.0 s).
-SUBMIT_WAITS_FOR_RESULT_TIMEOUT = pytest.mark.xfail(
-    strict=True,
-    reason="issue 31 point 12 (new): a stdio future's result(timeout=T) waits T, not the "
-    "request's earlier timeout",
-)
-
-
 def calls() -> list[Any]:
-    return [
-        pytest.param(c, marks=SUBMIT_WAITS_FOR_RESULT_TIMEOUT) if c.startswith("submit_") else c
-        for c in CALLS
-    ]
+    return list(CALLS)
 
 
 @pytest.mark.parametrize("call", calls())
@@ -211,11 +197,6 @@ def test_a_list_is_bounded_by_the_sessions_timeout(call: str, stalled: mcpsync.S
     usable(stalled)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 31 point 12 (new): on stdio, Future.result(timeout=T) of a pending request "
-    "waits 2 T (it reads the pipe for T, then waits T again)",
-)
 def test_future_result_timeout_bounds_only_that_wait(stalled: mcpsync.Session) -> None:
     future = stalled.submit_call_tool("hang", {}, timeout=30)
     elapsed, error = timed(lambda: future.result(timeout=1))

@@ -14,7 +14,7 @@ def test_one_list_read_by_both_eras() -> None:
     assert choose.HANDSHAKE_VERSIONS is versions.HANDSHAKE_VERSIONS
     assert probe.MODERN_VERSIONS is versions.MODERN_VERSIONS
     assert legacy.HANDSHAKE_VERSIONS is versions.HANDSHAKE_VERSIONS
-    assert modern_era.MODERN_VERSIONS is versions.MODERN_VERSIONS
+    assert modern_era.envelope.MODERN_VERSIONS is versions.MODERN_VERSIONS
     assert versions.ALL_VERSIONS == (*versions.MODERN_VERSIONS, *versions.HANDSHAKE_VERSIONS)
     assert versions.LATEST_HANDSHAKE_VERSION == "2025-11-25"
     assert list(versions.HANDSHAKE_VERSIONS) == sorted(versions.HANDSHAKE_VERSIONS, reverse=True)
