@@ -22,6 +22,7 @@ its own.
 from __future__ import annotations
 
 import os
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,8 @@ __all__ = [
     "mcp_host",
 ]
 
+#: how long a failed bring-up's fixture waits for the server's shutdown ladder to end it
+_LADDER_WAIT = 15.0
 _OPEN: set[Any] = set()  # sessions, transports and hosts not closed yet
 
 
@@ -153,6 +156,11 @@ def _bring_up(kwargs: dict[str, Any], label: str) -> Any:
                 )
             if tail and tail not in str(exc):
                 lines.append(f"{STDERR_TAIL}\n" + tail)
+            if proc is not None:  # a test leaves nothing: wait for the ladder the unwinding runs
+                try:
+                    proc.wait(timeout=_LADDER_WAIT)
+                except subprocess.TimeoutExpired:
+                    lines.append(f"(the server was still running {_LADDER_WAIT:.0f} s later)")
         pytest.fail("\n".join(lines), pytrace=False)
     finally:
         if transport is not None:
