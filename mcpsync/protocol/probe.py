@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import jsonrpc
+from .._sending import notify_later
 from ..connection import Connection
 from ..errors import (
     HandshakeError,
@@ -332,10 +333,11 @@ def forget_probe(conn: Connection, probe: Future[Any]) -> None:
     call = getattr(probe, "_mcpsync_call", None)
     if call is None or probe.done():
         return
+    params = {"requestId": call.id, "reason": "initialize answered first"}
+    if conn.transport.features.send_waits:  # HTTP: the POST must not hold the bring-up
+        notify_later(conn, "notifications/cancelled", params)
+        return
     try:
-        conn.notify(
-            "notifications/cancelled",
-            {"requestId": call.id, "reason": "initialize answered first"},
-        )
+        conn.notify("notifications/cancelled", params)
     except MCPSyncError:
         pass
