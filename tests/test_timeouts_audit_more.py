@@ -139,11 +139,6 @@ def test_apps_call_timeout_bounds_the_tool_call(app_ready: mcpsync.Session) -> N
     usable(more)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 31 point 12 (new): apps.call(timeout=) does not reach the read of the "
-    "tool's ui:// resource (render() reads it with the session's default timeout)",
-)
 def test_apps_call_timeout_bounds_the_read_of_the_app(app_ready: mcpsync.Session) -> None:
     more = app_ready
     # the tool answers at once; its ui:// resource is never read

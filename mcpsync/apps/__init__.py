@@ -22,6 +22,7 @@ The package: ``resource`` (tool ``_meta.ui``, the ``ui://`` resource and its CSP
 from __future__ import annotations
 
 import importlib.util
+import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -81,8 +82,9 @@ def app_tools(session: Any) -> dict[str, str]:
     return {t.name: uri for t in session.list_tools() if (uri := resource_uri(t))}
 
 
-def _tool(session: Any, name: str) -> Any:
-    for tool in session.list_tools():
+def _tool(session: Any, name: str, timeout: float | None = None) -> Any:
+    kwargs = {} if timeout is None else {"timeout": timeout}
+    for tool in session.list_tools(**kwargs):
         if tool.name == name:
             return tool
     raise AppError(f"session {session.name!r} lists no tool {name!r}")
@@ -110,13 +112,29 @@ def render(
     """An ``AppView`` for ``result`` of ``tool`` (a name or the listed ``Tool``); display it
     (the last expression of a cell) to see the app. ``options`` go to ``AppView``;
     ``ConfigError`` (naming the extra) when anywidget cannot be imported."""
-    view = _view_class()
     tool_obj = _tool(session, tool) if isinstance(tool, str) else tool
+    return _render(session, tool_obj, result, arguments, None, options)
+
+
+def _render(
+    session: Any,
+    tool_obj: Any,
+    result: Any,
+    arguments: Mapping[str, Any] | None,
+    deadline: float | None,
+    options: dict[str, Any],
+) -> AppView:
+    view = _view_class()
     uri = resource_uri(tool_obj)
     if uri is None:
         raise AppError(f"tool {tool_obj.name!r} has no _meta.ui.resourceUri: it is not an app")
-    resource = read_app_resource(session, uri)
+    resource = read_app_resource(session, uri, timeout=_left(deadline))
     return view(session, tool_obj, resource, arguments=arguments, result=result, **options)
+
+
+def _left(deadline: float | None) -> float | None:
+    """What is left of ``deadline`` (monotonic), at least a sliver; None: no bound."""
+    return None if deadline is None else max(deadline - time.monotonic(), 0.001)
 
 
 def call(
@@ -128,14 +146,16 @@ def call(
     **options: Any,
 ) -> AppView:
     """Call ``tool`` and return the ``AppView`` of its result (``view.result``); without
-    anywidget, ``ConfigError`` before anything is sent."""
+    anywidget, ``ConfigError`` before anything is sent. ``timeout`` bounds the whole of it:
+    finding the tool, the call and reading the app's ``ui://`` resource."""
     _view_class()
-    tool_obj = _tool(session, tool)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    tool_obj = _tool(session, tool, _left(deadline))
     if resource_uri(tool_obj) is None:
         raise AppError(f"tool {tool!r} has no _meta.ui.resourceUri: it is not an app")
-    kwargs = {} if timeout is None else {"timeout": timeout}
+    kwargs = {} if deadline is None else {"timeout": _left(deadline)}
     result = session.call_tool(tool, arguments, **kwargs)
-    return render(session, tool_obj, result, arguments=arguments, **options)
+    return _render(session, tool_obj, result, arguments, deadline, options)
 
 
 def __getattr__(name: str) -> Any:
