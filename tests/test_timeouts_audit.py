@@ -509,13 +509,21 @@ def test_back_channel_wait_stays_within_connect_timeout(no_leaks: None) -> None:
 
 
 def test_close_ends_a_get_back_channel_that_was_never_answered(no_leaks: None) -> None:
+    # close() joins this session's own threads (the GET thread among them) before it
+    # returns; the process-wide "[shared]" workers and threads of earlier tests do not count
+    before = set(threading.enumerate())
     with StallHTTP(get="silent") as peer:
         transport = StreamableHTTPTransport(peer.url, back_channel_wait=0)
         session = mcpsync.Session.connect(transport, connect_timeout=20, era="legacy")
         usable(session)
         elapsed, error = timed(session.close)
         left = [
-            t.name for t in threading.enumerate() if t.name.startswith("mcpsync-") and t.is_alive()
+            t.name
+            for t in threading.enumerate()
+            if t not in before
+            and t.name.startswith("mcpsync-")
+            and not t.name.endswith("[shared]")
+            and t.is_alive()
         ]
     assert error is None, error
     assert not left, f"close() left {left} running"
