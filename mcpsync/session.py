@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from . import _bringup, _offer, _tasks, _tls, _typed
 from ._bringup import BringUp
-from ._catalog import Catalog
 from ._forksafe import own_session, release_session
 from ._lifecycle import Owned
 from ._lifecycle import forked as _forked
@@ -67,7 +66,13 @@ if TYPE_CHECKING:
     import requests
     from mcp_types import (
         CallToolResult,
+        CompleteResult,
+        GetPromptResult,
         Implementation,
+        Prompt,
+        ReadResourceResult,
+        Resource,
+        ResourceTemplate,
         ServerCapabilities,
         Tool,
     )
@@ -79,7 +84,7 @@ log = logging.getLogger("mcpsync")
 CLIENT_INFO = {"name": "mcpsync", "version": __version__}
 
 
-class Session(BringUp, Catalog, Skills, Restarts, Owned):
+class Session(BringUp, Skills, Restarts, Owned):
     """A live MCP session. Create it with ``Session.connect(...)``; close it with ``close()``."""
 
     def __init__(self, connection: Connection, *, name: str, strict: bool = True) -> None:
@@ -514,6 +519,137 @@ class Session(BringUp, Catalog, Skills, Restarts, Owned):
             reset_timeout_on_progress=reset_timeout_on_progress,
             max_timeout=max_timeout,
         )
+
+    # -- resources ---------------------------------------------------------------------
+
+    def submit_list_resources(
+        self, *, timeout: float | None | Default = DEFAULT
+    ) -> Future[list[Resource]]:
+        return self._paginate("resources/list", "resources", "Resource", timeout=timeout)
+
+    def list_resources(self, *, timeout: float | None | Default = DEFAULT) -> list[Resource]:
+        """Every resource the server lists (all pages); ``timeout`` (default: the
+        session's) bounds the whole list, all pages together."""
+        return list(self._wait(self.submit_list_resources(timeout=timeout)))
+
+    def submit_list_resource_templates(
+        self, *, timeout: float | None | Default = DEFAULT
+    ) -> Future[list[ResourceTemplate]]:
+        return self._paginate(
+            "resources/templates/list", "resourceTemplates", "ResourceTemplate", timeout=timeout
+        )
+
+    def list_resource_templates(
+        self, *, timeout: float | None | Default = DEFAULT
+    ) -> list[ResourceTemplate]:
+        """Every resource template (all pages); ``timeout`` (default: the
+        session's) bounds the whole list, all pages together."""
+        return list(self._wait(self.submit_list_resource_templates(timeout=timeout)))
+
+    def submit_read_resource(
+        self, uri: str, *, timeout: float | None | Default = DEFAULT
+    ) -> Future[ReadResourceResult]:
+        return self._submit(
+            "resources/read",
+            {"uri": str(uri)},
+            lambda r: _validate("ReadResourceResult", r),
+            timeout=timeout,
+        )
+
+    def read_resource(
+        self, uri: str, *, timeout: float | None | Default = DEFAULT
+    ) -> ReadResourceResult:
+        """Read one resource; ``.contents`` holds text or blob parts."""
+        return self._call(
+            "resources/read",
+            {"uri": str(uri)},
+            lambda r: _validate("ReadResourceResult", r),
+            timeout=timeout,
+        )
+
+    def subscribe_resource(self, uri: str, callback: Callable[[str], None]) -> None:
+        """Ask to be told when ``uri`` changes; ``callback(uri)`` runs on the dispatch thread."""
+        uri = str(uri)
+        if self._interest.add_uri(uri, callback):
+            try:
+                self._require("resources/subscribe")
+                self._era.subscribe(uri, self._conn.default_timeout)
+            except BaseException:
+                self._interest.drop_uri(uri)
+                raise
+
+    def unsubscribe_resource(self, uri: str) -> None:
+        """Stop updates for ``uri``."""
+        uri = str(uri)
+        if self._interest.drop_uri(uri):
+            self._era.unsubscribe(uri, self._conn.default_timeout)
+
+    # -- prompts -----------------------------------------------------------------------
+
+    def submit_list_prompts(
+        self, *, timeout: float | None | Default = DEFAULT
+    ) -> Future[list[Prompt]]:
+        return self._paginate("prompts/list", "prompts", "Prompt", timeout=timeout)
+
+    def list_prompts(self, *, timeout: float | None | Default = DEFAULT) -> list[Prompt]:
+        """Every prompt (all pages); ``timeout`` (default: the
+        session's) bounds the whole list, all pages together."""
+        return list(self._wait(self.submit_list_prompts(timeout=timeout)))
+
+    def submit_get_prompt(
+        self,
+        name: str,
+        arguments: Mapping[str, str] | None = None,
+        *,
+        timeout: float | None | Default = DEFAULT,
+    ) -> Future[GetPromptResult]:
+        params: dict[str, Any] = {"name": name}
+        if arguments:
+            params["arguments"] = {k: str(v) for k, v in arguments.items()}
+        return self._submit(
+            "prompts/get", params, lambda r: _validate("GetPromptResult", r), timeout=timeout
+        )
+
+    def get_prompt(
+        self,
+        name: str,
+        arguments: Mapping[str, str] | None = None,
+        *,
+        timeout: float | None | Default = DEFAULT,
+    ) -> GetPromptResult:
+        """Render a prompt with its arguments."""
+        return self._wait(self.submit_get_prompt(name, arguments, timeout=timeout))
+
+    # -- completion -------------------------------------------------------------
+
+    def submit_complete(
+        self,
+        ref: Mapping[str, Any],
+        argument_name: str,
+        value: str,
+        context_arguments: Mapping[str, str] | None = None,
+    ) -> Future[CompleteResult]:
+        params: dict[str, Any] = {
+            "ref": dict(ref),
+            "argument": {"name": argument_name, "value": value},
+        }
+        if context_arguments:
+            params["context"] = {"arguments": dict(context_arguments)}
+        return self._submit("completion/complete", params, lambda r: _validate("CompleteResult", r))
+
+    def complete(
+        self,
+        ref: Mapping[str, Any],
+        argument_name: str,
+        value: str,
+        context_arguments: Mapping[str, str] | None = None,
+    ) -> CompleteResult:
+        """Completion suggestions for an argument of a prompt or resource template.
+
+        ``ref`` is ``{"type": "ref/prompt", "name": ...}`` or
+        ``{"type": "ref/resource", "uri": ...}``.
+        """
+        return self._wait(self.submit_complete(ref, argument_name, value, context_arguments))
 
     # -- logging ---------------------------------------------------------------------
 
