@@ -955,10 +955,10 @@ def run_http(
 ) -> str:
     import importlib.util
 
-    have_transport = importlib.util.find_spec("mcpsync.transports.streamable_http") is not None
+    have_transport = importlib.util.find_spec("mcpsync.transports.http.streamable") is not None
     clients = CLIENTS if have_transport else ("bare", "sdk")
     note = "" if have_transport else (
-        "  !! mcpsync: skipped: mcpsync/transports/streamable_http.py is not there yet "
+        "  !! mcpsync: skipped: mcpsync/transports/http/streamable.py is not there yet "
         "(the Streamable HTTP transport has not landed); bare and SDK numbers only"
     )  # fmt: skip
     try:

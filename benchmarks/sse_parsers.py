@@ -1,4 +1,4 @@
-"""sseclient-py against mcpsync's own event-stream parser (``mcpsync/transports/_sse.py``).
+"""sseclient-py against mcpsync's own event-stream parser (``mcpsync/transports/http/sse.py``).
 
 Why this exists: the design mcpsync started from named ``sseclient-py``; README "Dependencies"
 says why it is not used, with the figures this script prints. Each case feeds the same bytes,
@@ -26,7 +26,7 @@ import tracemalloc
 from collections.abc import Iterator
 from typing import Any
 
-from mcpsync.transports._sse import SSEEvent, SSEParser
+from mcpsync.transports.http.sse import SSEEvent, SSEParser
 
 CHUNK = 64 * 1024  # the transports' _READ_CHUNK
 

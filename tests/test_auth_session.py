@@ -8,7 +8,7 @@ import json
 import pytest
 
 pytest.importorskip(
-    "mcpsync.transports.streamable_http", reason="Streamable HTTP transport not landed yet"
+    "mcpsync.transports.http.streamable", reason="Streamable HTTP transport not landed yet"
 )
 
 from auth_peers.protected_mcp import ProtectedMCPServer  # noqa: E402

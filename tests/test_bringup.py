@@ -18,8 +18,8 @@ import pytest
 from servers.launch import SERVERS_DIR
 
 import mcpsync
-from mcpsync import modern
 from mcpsync.errors import RequestTimeout, ServerExited
+from mcpsync.protocol import choose
 
 pytestmark = pytest.mark.real
 
@@ -30,9 +30,9 @@ def argv(*flags: str) -> list[str]:
 
 @pytest.fixture(autouse=True)
 def _fresh_verdicts():
-    modern.forget_era()
+    choose.VERDICTS.forget()
     yield
-    modern.forget_era()
+    choose.VERDICTS.forget()
 
 
 def unknown_ids(caplog: pytest.LogCaptureFixture, session: mcpsync.Session | None = None) -> list:
@@ -67,7 +67,7 @@ def test_initialize_goes_out_beside_an_unanswered_probe(no_leaks, caplog, monkey
     # The starter outlasts the probe's patience: initialize is sent while the probe is
     # still unanswered; the server then answers both, in order, without a warning.
     caplog.set_level(logging.WARNING, logger="mcpsync")
-    monkeypatch.setattr(modern, "DEFAULT_PROBE_TIMEOUT", 1.0)
+    monkeypatch.setattr(choose, "DEFAULT_PROBE_TIMEOUT", 1.0)
     started = time.monotonic()
     with mcpsync.Session.connect(argv("--start-delay", "4"), connect_timeout=30) as s:
         elapsed = time.monotonic() - started
@@ -79,7 +79,7 @@ def test_initialize_goes_out_beside_an_unanswered_probe(no_leaks, caplog, monkey
 
 def test_the_late_answer_to_an_abandoned_probe_is_dropped_quietly(no_leaks, caplog, monkeypatch):
     caplog.set_level(logging.WARNING, logger="mcpsync")
-    monkeypatch.setattr(modern, "DEFAULT_PROBE_TIMEOUT", 0.5)
+    monkeypatch.setattr(choose, "DEFAULT_PROBE_TIMEOUT", 0.5)
     with mcpsync.Session.connect(argv("--late-probe", "1.5"), connect_timeout=30) as s:
         # answered only after the late probe answer was written: it has been read by now
         assert s.call_tool("after_late_probe", timeout=30).content[0].text == "after"

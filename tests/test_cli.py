@@ -562,11 +562,11 @@ def test_ctrl_c_during_smoke_leaves_no_server_behind(tmp_path: Path):
 
 def _need_http(*, legacy: bool = False) -> None:
     pytest.importorskip(
-        "mcpsync.transports.streamable_http", reason="HTTP transport not merged yet"
+        "mcpsync.transports.http.streamable", reason="HTTP transport not merged yet"
     )
     if legacy:
         pytest.importorskip(
-            "mcpsync.transports.legacy_sse", reason="legacy SSE transport not merged yet"
+            "mcpsync.transports.http.legacy_sse", reason="legacy SSE transport not merged yet"
         )
 
 

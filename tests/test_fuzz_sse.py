@@ -1,4 +1,4 @@
-"""Fuzz step: the SSE parser (``mcpsync.transports._sse``) against a reference model.
+"""Fuzz step: the SSE parser (``mcpsync.transports.http.sse``) against a reference model.
 
 Hypothesis builds hostile event streams (deep ``[[[`` nesting and huge numbers in ``data``,
 invalid UTF-8, lines ending in CR, LF or CRLF mixed, comments, ``retry``-only and ``id``-only
@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from mcpsync.errors import ProtocolError
 from mcpsync.jsonrpc import decode
-from mcpsync.transports._sse import EventTooLarge, SSEParser
+from mcpsync.transports.http.sse import EventTooLarge, SSEParser
 
 BUDGET = 20.0  # seconds of examples per test; later examples return at once
 FUZZ = settings(

@@ -29,7 +29,7 @@ from test_http_transport import (
 
 import mcpsync
 from mcpsync.errors import RequestTimeout, SessionExpired, TransportError
-from mcpsync.transports.streamable_http import StreamableHTTPTransport
+from mcpsync.transports.http.streamable import StreamableHTTPTransport
 
 READY = r"http_expiring_server ready: http://127\.0\.0\.1:(\d+)/"
 THREADS, CALLS, EXPIRE_EVERY, EXPIRIES = 8, 45, 50, 6

@@ -23,8 +23,9 @@ import mcpsync
 from mcpsync.auth import OAuth
 from mcpsync.auth.discovery import discover_protected_resource
 from mcpsync.errors import AuthError, HTTPStatusError, ProtocolError
-from mcpsync.transports.legacy_sse import LegacySSETransport
-from mcpsync.transports.streamable_http import StreamableHTTPTransport, response_id
+from mcpsync.transports.http.legacy_sse import LegacySSETransport
+from mcpsync.transports.http.sse import response_id
+from mcpsync.transports.http.streamable import StreamableHTTPTransport
 
 DEEP = b"[" * 100_000
 TOOLS = {"tools": [{"name": "t", "inputSchema": {"type": "object"}}]}

@@ -35,14 +35,10 @@ from mcpsync.errors import (
     TLSError,
     TransportError,
 )
-from mcpsync.transports._sse import EventTooLarge, SSEParser
+from mcpsync.transports.http.client import safe_url
 from mcpsync.transports.http.headers import encode_header_value, mcp_name
-from mcpsync.transports.streamable_http import (
-    ResponseLost,
-    StreamableHTTPTransport,
-    header_value,
-    safe_url,
-)
+from mcpsync.transports.http.sse import EventTooLarge, SSEParser
+from mcpsync.transports.http.streamable import ResponseLost, StreamableHTTPTransport
 
 VERSION = "2025-11-25"
 
@@ -408,14 +404,13 @@ def test_sse_parser_large_event_linear_and_cap():
 
 
 def test_header_value_and_safe_url():
-    assert header_value("get_weather") == "get_weather"
-    assert header_value("Hello, 世界") == "=?base64?SGVsbG8sIOS4lueVjA==?="
-    assert header_value(" padded ") == "=?base64?IHBhZGRlZCA=?="
-    assert header_value("line1\nline2") == "=?base64?bGluZTEKbGluZTI=?="
-    assert header_value("=?base64?literal?=") == "=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?="
+    assert encode_header_value("get_weather") == "get_weather"
+    assert encode_header_value("Hello, 世界") == "=?base64?SGVsbG8sIOS4lueVjA==?="
+    assert encode_header_value(" padded ") == "=?base64?IHBhZGRlZCA=?="
+    assert encode_header_value("line1\nline2") == "=?base64?bGluZTEKbGluZTI=?="
+    assert encode_header_value("=?base64?literal?=") == "=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?="
     # TAB is a control character: the spec's value rule sends it as Base64 (one encoder).
-    assert header_value("a\tb") == "=?base64?YQli?="
-    assert header_value is encode_header_value
+    assert encode_header_value("a\tb") == "=?base64?YQli?="
     assert (
         safe_url("https://user:pw@host:8443/mcp?token=abc&x") == "https://host:8443/mcp?token=***&x"
     )
@@ -662,7 +657,7 @@ def test_modern_wire_headers(no_leaks):
             call.headers["mcp-method"] == "tools/call" and call.headers["mcp-name"] == "get_weather"
         )
         assert call.headers["mcp-param-region"] == "us-west1"
-        assert read.headers["mcp-name"] == header_value("file:///x/ü.txt")
+        assert read.headers["mcp-name"] == encode_header_value("file:///x/ü.txt")
         assert listing.headers["mcp-method"] == "tools/list" and "mcp-name" not in listing.headers
         t.close()
         assert [r.method for r in server.requests] == ["POST"] * 3  # no GET stream, no DELETE
@@ -1323,7 +1318,7 @@ def test_official_sdk_server_resumes_after_a_reset_connection(no_leaks):
         c.wait(lambda m: m.get("method") == "notifications/progress")
         with t._state_lock:
             (stream,) = [s for s in t._streams if s.request_id == 2]
-        from mcpsync.transports.streamable_http import shutdown_response
+        from mcpsync.transports.http.client import shutdown_response
 
         shutdown_response(stream.response)  # the network drops the POST stream
         assert "4 steps" in c.response(2, timeout=15)["result"]["content"][0]["text"]

@@ -32,7 +32,7 @@ from mcpsync.errors import (
     RequestTimeout,
     TransportError,
 )
-from mcpsync.transports.legacy_sse import LegacySSETransport
+from mcpsync.transports.http.legacy_sse import LegacySSETransport
 
 LEGACY = "2024-11-05"
 

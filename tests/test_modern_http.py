@@ -31,7 +31,7 @@ from test_modern_stdio import user_code
 import mcpsync
 from mcpsync.protocol.choose import Caches
 
-pytest.importorskip("mcpsync.transports.streamable_http")
+pytest.importorskip("mcpsync.transports.http.streamable")
 pytestmark = pytest.mark.real
 
 needs_everything = pytest.mark.skipif(not have_everything(), reason="npm peers not installed")

@@ -18,7 +18,6 @@ import pytest
 from fakes import FakeServer
 
 import mcpsync
-from mcpsync import modern
 from mcpsync.errors import (
     CapabilityError,
     ConfigError,
@@ -29,21 +28,28 @@ from mcpsync.errors import (
     TransportError,
     VersionMismatch,
 )
-from mcpsync.modern import (
+from mcpsync.protocol import choose
+from mcpsync.protocol.choose import Caches, server_identity
+from mcpsync.protocol.modern.cache import HintCache
+from mcpsync.protocol.modern.envelope import (
     CLIENT_CAPABILITIES_KEY,
     CLIENT_INFO_KEY,
+    DEFAULT_MAX_ROUNDS,
     LOG_LEVEL_KEY,
     PROTOCOL_VERSION_KEY,
     SERVER_INFO_KEY,
     SUBSCRIPTION_ID_KEY,
     TASKS_EXTENSION,
-    HintCache,
     InputRequiredRoundsExceeded,
     InvalidToolHeaders,
 )
-from mcpsync.protocol import choose
-from mcpsync.protocol.choose import Caches, server_identity
 from mcpsync.transports.base import Features
+from mcpsync.transports.http.headers import (
+    encode_header_value,
+    header_declarations,
+    param_headers,
+    standard_headers,
+)
 
 MODERN = "2026-07-28"
 _identities = itertools.count(1)
@@ -469,7 +475,7 @@ def test_round_limit(no_leaks):
     with connect(server, roots=[]) as s:
         with pytest.raises(InputRequiredRoundsExceeded, match="10 rounds"):
             s.call_tool("loop")
-    assert len(calls) == modern.DEFAULT_MAX_ROUNDS + 1
+    assert len(calls) == DEFAULT_MAX_ROUNDS + 1
 
 
 def test_input_required_where_not_allowed_and_unknown_result_types_are_errors(no_leaks):
@@ -905,40 +911,36 @@ def test_listen_stream_that_ends_gracefully_is_not_reopened(no_leaks):
     ],
 )
 def test_header_value_encoding(value, expected):
-    assert modern.encode_header_value(value) == expected
+    assert encode_header_value(value) == expected
 
 
 def test_standard_headers():
     meta = {PROTOCOL_VERSION_KEY: MODERN}
-    assert modern.standard_headers({"method": "tools/call", "params": {"name": "get_weather", "_meta": meta}}) == {
+    assert standard_headers({"method": "tools/call", "params": {"name": "get_weather", "_meta": meta}}) == {
         "MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call", "Mcp-Name": "get_weather",
     }  # fmt: skip
     assert (
-        modern.standard_headers(
+        standard_headers(
             {"method": "resources/read", "params": {"uri": "file:///a b", "_meta": meta}}
         )["Mcp-Name"]
         == "file:///a b"
     )
     assert (
-        modern.standard_headers({"method": "prompts/get", "params": {"name": "é", "_meta": meta}})[
+        standard_headers({"method": "prompts/get", "params": {"name": "é", "_meta": meta}})[
             "Mcp-Name"
         ]
         == "=?base64?w6k=?="
     )
     assert (
-        modern.standard_headers(
-            {"method": "tasks/get", "params": {"taskId": "t-1", "_meta": meta}}
-        )["Mcp-Name"]
+        standard_headers({"method": "tasks/get", "params": {"taskId": "t-1", "_meta": meta}})[
+            "Mcp-Name"
+        ]
         == "t-1"
     )
-    assert "Mcp-Name" not in modern.standard_headers(
-        {"method": "tools/list", "params": {"_meta": meta}}
-    )
-    assert modern.standard_headers({"method": "tools/list", "params": {}}) == {}  # legacy traffic
+    assert "Mcp-Name" not in standard_headers({"method": "tools/list", "params": {"_meta": meta}})
+    assert standard_headers({"method": "tools/list", "params": {}}) == {}  # legacy traffic
     assert (
-        modern.standard_headers(
-            {"method": "initialize", "params": {"protocolVersion": "2025-11-25"}}
-        )
+        standard_headers({"method": "initialize", "params": {"protocolVersion": "2025-11-25"}})
         == {}
     )
 
@@ -977,7 +979,7 @@ INVALID_TOOLS = {
 @pytest.mark.parametrize("case", sorted(INVALID_TOOLS))
 def test_invalid_header_declarations(case):
     with pytest.raises(InvalidToolHeaders):
-        modern.header_declarations({"type": "object", "properties": INVALID_TOOLS[case]})
+        header_declarations({"type": "object", "properties": INVALID_TOOLS[case]})
 
 
 def test_header_declarations_elsewhere_in_the_schema_are_invalid():
@@ -994,7 +996,7 @@ def test_header_declarations_elsewhere_in_the_schema_are_invalid():
         {"type": "string", "x-mcp-header": "Root"},
     ):
         with pytest.raises(InvalidToolHeaders):
-            modern.header_declarations(schema)
+            header_declarations(schema)
 
 
 def test_valid_header_declarations_and_param_headers():
@@ -1012,14 +1014,14 @@ def test_valid_header_declarations_and_param_headers():
             "query": {"type": "string", "default": {"x-mcp-header": "not a declaration"}},
         },
     }
-    decls = modern.header_declarations(schema)
+    decls = header_declarations(schema)
     assert decls == {
         "Region": (("region",), "string"),
         "Priority": (("priority",), "integer"),
         "Verbose": (("verbose",), "boolean"),
         "Zone": (("nested", "zone"), "string"),
     }
-    headers = modern.param_headers(
+    headers = param_headers(
         decls,
         {
             "region": "Hello, 世界",
@@ -1035,11 +1037,9 @@ def test_valid_header_declarations_and_param_headers():
         "Mcp-Param-Verbose": "false",
         "Mcp-Param-Zone": "z1",
     }
-    assert modern.param_headers(decls, {"region": None, "priority": 7.0}) == {
-        "Mcp-Param-Priority": "7"
-    }
+    assert param_headers(decls, {"region": None, "priority": 7.0}) == {"Mcp-Param-Priority": "7"}
     with pytest.raises(ConfigError, match="safe integer"):
-        modern.param_headers(decls, {"priority": 2**60})
+        param_headers(decls, {"priority": 2**60})
 
 
 def test_invalid_tools_are_dropped_and_never_called_on_http(no_leaks):
@@ -1075,22 +1075,18 @@ def test_invalid_tools_are_dropped_and_never_called_on_http(no_leaks):
 
 def test_server_identity_separates_credentials():
     url = "https://mcp.example.com/mcp"
-    server, alice = modern.server_identity(url, headers={"Authorization": "Bearer alice"})
-    same_server, bob = modern.server_identity(url + "/", headers={"Authorization": "Bearer bob"})
+    server, alice = server_identity(url, headers={"Authorization": "Bearer alice"})
+    same_server, bob = server_identity(url + "/", headers={"Authorization": "Bearer bob"})
     assert server == same_server and alice != bob
     assert "alice" not in alice and "alice" not in server  # digests, not secrets
     auth_a, auth_b = object(), object()
-    assert (
-        modern.server_identity(url, auth=auth_a)[1] != modern.server_identity(url, auth=auth_b)[1]
-    )
-    assert (
-        modern.server_identity(url, auth=auth_a)[1] == modern.server_identity(url, auth=auth_a)[1]
-    )
-    one = modern.server_identity(["srv", "--x"], env={"TOKEN": "1"})
-    two = modern.server_identity(["srv", "--x"], env={"TOKEN": "2"})
+    assert server_identity(url, auth=auth_a)[1] != server_identity(url, auth=auth_b)[1]
+    assert server_identity(url, auth=auth_a)[1] == server_identity(url, auth=auth_a)[1]
+    one = server_identity(["srv", "--x"], env={"TOKEN": "1"})
+    two = server_identity(["srv", "--x"], env={"TOKEN": "2"})
     assert one[0] != two[0] and one[1] != two[1]  # another environment is another server
-    assert modern.server_identity(["srv", "--x"], env={"TOKEN": "1"}) == one
-    assert modern.server_identity(object()) == (None, None)
+    assert server_identity(["srv", "--x"], env={"TOKEN": "1"}) == one
+    assert server_identity(object()) == (None, None)
 
 
 def test_a_failing_cursor_drops_the_cached_pages(no_leaks):

@@ -14,8 +14,8 @@ import pytest
 from servers.launch import SERVERS_DIR
 
 import mcpsync
-from mcpsync import modern
 from mcpsync.config import command_name
+from mcpsync.protocol import choose
 
 
 @pytest.mark.parametrize(
@@ -95,9 +95,9 @@ class _Seen(logging.Handler):
 
 @pytest.fixture(autouse=True)
 def _fresh_verdicts():
-    modern.forget_era()
+    choose.VERDICTS.forget()
     yield
-    modern.forget_era()
+    choose.VERDICTS.forget()
 
 
 def test_a_stdio_session_is_named_after_its_script(no_leaks):

@@ -25,8 +25,7 @@ from servers.launch import SERVERS_DIR
 
 import mcpsync
 from mcpsync.host import Host
-from mcpsync.modern import DEFAULT_PROBE_TIMEOUT
-from mcpsync.protocol.choose import Caches, VerdictMemory
+from mcpsync.protocol.choose import DEFAULT_PROBE_TIMEOUT, Caches, VerdictMemory
 from mcpsync.protocol.verdict_file import FILE_NAME, VerdictFile
 from mcpsync.transports.stdio import StdioTransport
 

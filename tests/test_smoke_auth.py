@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("mcpsync.transports.streamable_http")
+pytest.importorskip("mcpsync.transports.http.streamable")
 
 from auth_peers.protected_mcp import ProtectedMCPServer  # noqa: E402
 from test_auth_e2e_oidc import OIDCProvider  # noqa: E402  (skips itself without node)

@@ -501,7 +501,7 @@ def test_modern_task_option_is_checked_then_left_to_the_server(no_leaks):
     from fakes import FakeServer
     from test_modern_memory import connect, discover_result
 
-    from mcpsync.modern import TASKS_EXTENSION
+    from mcpsync.protocol.modern.envelope import TASKS_EXTENSION
 
     def task(status: str, **extra: Any) -> dict[str, Any]:
         return {"taskId": "t-9", "status": status, "createdAt": "2026-01-01T00:00:00Z",

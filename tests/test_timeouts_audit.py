@@ -36,8 +36,8 @@ from servers.launch import SERVERS_DIR
 from servers.stall_http import StallHTTP, StallWeb, silent_tcp
 
 import mcpsync
-from mcpsync import modern
 from mcpsync.errors import MCPSyncError, RequestTimeout
+from mcpsync.protocol import choose
 from mcpsync.transports.http.streamable import StreamableHTTPTransport
 from mcpsync.transports.stdio import StdioTransport
 
@@ -58,9 +58,9 @@ def stall_argv(*flags: str) -> list[str]:
 @pytest.fixture(autouse=True)
 def _fresh_verdicts() -> Iterator[None]:
     """No era verdict remembered from another test: every bring-up pays its own probe."""
-    modern.forget_era()
+    choose.VERDICTS.forget()
     yield
-    modern.forget_era()
+    choose.VERDICTS.forget()
 
 
 def timed(fn: Callable[[], Any]) -> tuple[float, BaseException | None]:

@@ -37,9 +37,9 @@ from test_timeouts_audit import EARLY, SLACK, check_bound, timed
 
 import mcpsync
 import mcpsync.apps as apps
-from mcpsync import modern
 from mcpsync.apps import AppBridge, read_app_resource
 from mcpsync.errors import MCPSyncError, RequestTimeout
+from mcpsync.protocol import choose
 from mcpsync.transports.http.legacy_sse import LegacySSETransport
 
 pytestmark = pytest.mark.real
@@ -53,9 +53,9 @@ DEFAULT = 5.0
 
 @pytest.fixture(autouse=True)
 def _fresh_verdicts() -> Iterator[None]:
-    modern.forget_era()
+    choose.VERDICTS.forget()
     yield
-    modern.forget_era()
+    choose.VERDICTS.forget()
 
 
 @pytest.fixture(scope="module")

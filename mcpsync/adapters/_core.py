@@ -536,7 +536,7 @@ def parse_arguments(
 
 
 def _wait(future: Future[Any]) -> Any:
-    from ..modern import ModernFuture
+    from ..protocol.modern import ModernFuture
 
     if isinstance(future, ModernFuture):
         return future.wait()

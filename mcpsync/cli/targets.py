@@ -197,8 +197,8 @@ def _import_client(kwargs: dict[str, Any]) -> None:
     if isinstance(kwargs.get("target"), list):
         importlib.import_module("..transports.stdio", __package__)
     elif isinstance(kwargs.get("target"), str):
-        importlib.import_module("..transports.streamable_http", __package__)
-        importlib.import_module("..transports.legacy_sse", __package__)
+        importlib.import_module("..transports.http.streamable", __package__)
+        importlib.import_module("..transports.http.legacy_sse", __package__)
 
 
 def _connect(target: Target, out: _Out, ns: argparse.Namespace) -> Any:

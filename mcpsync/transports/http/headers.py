@@ -25,7 +25,6 @@ from ...versions import MODERN_VERSIONS, PROTOCOL_VERSION_KEY
 __all__ = [
     "InvalidToolHeaders",
     "encode_header_value",
-    "header_value",
     "mcp_name",
     "standard_headers",
     "header_declarations",
@@ -60,9 +59,6 @@ def encode_header_value(value: str) -> str:
         return value
     return "=?base64?" + base64.b64encode(value.encode("utf-8")).decode("ascii") + "?="
 
-
-#: The old name of ``encode_header_value`` (``mcpsync.transports.streamable_http``).
-header_value = encode_header_value
 
 #: Which ``params`` field ``Mcp-Name`` mirrors, per method.
 _NAME_FIELD = {
