@@ -5,9 +5,10 @@ sees the death through ``Connection.on_closed`` or through a call that failed, b
 session up again on a named ``mcpsync-restart[name]`` thread with the same target,
 capabilities and handlers, re-opens what was open, and gives up after ``max_attempts`` in a
 row, keeping every reason; in a child of ``os.fork()``, brings up the child's own
-connection), ``attach`` (what ``Session.connect`` calls), and ``Restarts``, the Session
-mixin with ``restarts``, ``restart_history``, ``restart_policy``, ``restart_failure`` and
-``task(task_id)``. ``RestartPolicy`` and ``RestartEvent`` are re-exported from here.
+connection), and ``attach`` (what ``Session.connect`` calls). The Session holds its
+``Restarter`` as a member and reads ``restarts``, ``restart_history``, ``restarting``,
+``restart_policy`` and ``restart_failure`` from it. ``RestartPolicy`` and
+``RestartEvent`` are re-exported from here.
 
 What is re-opened: resource subscriptions, list-changed interest (the modern era's
 ``subscriptions/listen`` stream), the log level; the tool cache is forgotten. Calls in flight
@@ -31,15 +32,13 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
-from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 from . import _bringup, _lifecycle, _typed
 from ._forksafe import own_session
 from ._guard import Guard, is_death
 from ._restart_policy import RestartEvent, RestartPolicy, words
-from ._tasks import pick_up
-from .connection import CLOSE_TIMEOUT, DEFAULT, Connection, Default, join_until
+from .connection import CLOSE_TIMEOUT, Connection, join_until
 from .errors import (
     ConfigError,
     HTTPStatusError,
@@ -57,7 +56,7 @@ from .transports.base import Transport
 if TYPE_CHECKING:
     from ._bringup import BringUp
 
-__all__ = ["RestartPolicy", "RestartEvent", "Restarter", "Restarts", "attach", "heal_expiry"]
+__all__ = ["RestartPolicy", "RestartEvent", "Restarter", "attach", "heal_expiry"]
 
 log = logging.getLogger("mcpsync")
 
@@ -136,6 +135,11 @@ class Restarter:
         if self._state == _FAILED and isinstance(failure, RestartLimitReached):
             return list(failure.reasons)
         return []
+
+    @property
+    def restarting(self) -> bool:
+        """True while a bring-up is under way (calls made now wait for it)."""
+        return self._state == _RESTARTING
 
     @property
     def finished(self) -> bool:
@@ -532,51 +536,3 @@ def _reinitialize(ref: weakref.ref[Connection]) -> None:
     if conn is None or conn.reinitialize is None:
         raise SessionExpired("the HTTP session expired and this connection cannot initialize again")
     conn._reinitialize_once()
-
-
-class Restarts:
-    """The restart half of ``Session``: counters, history, and tasks picked up by id."""
-
-    name: str
-    _restart: Restarter | None
-    _era: Era
-
-    @property
-    def restarts(self) -> int:
-        """How many times the restart policy brought the session back."""
-        return self._restart.count if self._restart is not None else 0
-
-    @property
-    def restart_history(self) -> list[RestartEvent]:
-        """Every death of the server and what followed, oldest first (a copy)."""
-        return list(self._restart.history) if self._restart is not None else []
-
-    @property
-    def restarting(self) -> bool:
-        """True while the restart policy brings the server up again (calls made now wait
-        for it, bounded by their timeout)."""
-        return self._restart is not None and self._restart.phase == _RESTARTING
-
-    @property
-    def restart_policy(self) -> RestartPolicy | None:
-        return self._restart.policy if self._restart is not None else None
-
-    @property
-    def restart_failure(self) -> BaseException | None:
-        """The ``RestartLimitReached`` the policy gave up with (None: it did not)."""
-        return self._restart.failure if self._restart is not None else None
-
-    def _in_child(self) -> None:
-        """Used in a child of ``os.fork()``: ``ForkedError``, or with a restart policy, this
-        process's own connection (brought up once, by the first call)."""
-        if self._restart is None:
-            raise _lifecycle.error(self)
-        self._restart.in_child()
-
-    def task(self, task_id: str, *, timeout: float | None | Default = DEFAULT) -> Future[Any]:
-        """Pick up the task ``task_id`` made by this session before a restart, or by another
-        process (2026-07-28 tasks extension; 2025-11-25 tasks, ``tasks/result``): a future
-        that follows it until it ends and resolves to its ``CallToolResult`` (``cancel()``
-        sends ``tasks/cancel``; ``task_id`` names it). ``timeout`` bounds each request.
-        ``CapabilityError`` when the server agreed to no tasks. See ``mcpsync._tasks``."""
-        return pick_up(self, task_id, timeout)

@@ -32,8 +32,9 @@ from . import _bringup, _offer, _tasks, _tls, _typed
 from ._bringup import BringUp
 from ._forksafe import own_session, release_session
 from ._lifecycle import Owned
+from ._lifecycle import error as _forked_error
 from ._lifecycle import forked as _forked
-from ._restart import Restarter, RestartPolicy, Restarts
+from ._restart import Restarter, RestartEvent, RestartPolicy
 from ._restart import attach as _restart_attach
 from ._serverlog import LOG_LEVELS, ServerLog
 from ._typed import types as _types
@@ -84,7 +85,7 @@ log = logging.getLogger("mcpsync")
 CLIENT_INFO = {"name": "mcpsync", "version": __version__}
 
 
-class Session(BringUp, Skills, Restarts, Owned):
+class Session(BringUp, Skills, Owned):
     """A live MCP session. Create it with ``Session.connect(...)``; close it with ``close()``."""
 
     def __init__(self, connection: Connection, *, name: str, strict: bool = True) -> None:
@@ -272,6 +273,48 @@ class Session(BringUp, Skills, Restarts, Owned):
         restarting = self._restart is not None and not self._restart.finished
         # (in a forked child: not for use)
         return (self._conn.closed and not restarting) or _forked(self)
+
+    # -- the restart policy (``self._restart``, None without one) ---------------------------
+
+    @property
+    def restarts(self) -> int:
+        """How many times the restart policy brought the session back."""
+        return self._restart.count if self._restart is not None else 0
+
+    @property
+    def restart_history(self) -> list[RestartEvent]:
+        """Every death of the server and what followed, oldest first (a copy)."""
+        return list(self._restart.history) if self._restart is not None else []
+
+    @property
+    def restarting(self) -> bool:
+        """True while the restart policy brings the server up again (calls made now wait
+        for it, bounded by their timeout)."""
+        return self._restart is not None and self._restart.restarting
+
+    @property
+    def restart_policy(self) -> RestartPolicy | None:
+        return self._restart.policy if self._restart is not None else None
+
+    @property
+    def restart_failure(self) -> BaseException | None:
+        """The ``RestartLimitReached`` the policy gave up with (None: it did not)."""
+        return self._restart.failure if self._restart is not None else None
+
+    def _in_child(self) -> None:
+        """Used in a child of ``os.fork()``: ``ForkedError``, or with a restart policy, this
+        process's own connection (brought up once, by the first call)."""
+        if self._restart is None:
+            raise _forked_error(self)
+        self._restart.in_child()
+
+    def task(self, task_id: str, *, timeout: float | None | Default = DEFAULT) -> Future[Any]:
+        """Pick up the task ``task_id`` made by this session before a restart, or by another
+        process (2026-07-28 tasks extension; 2025-11-25 tasks, ``tasks/result``): a future
+        that follows it until it ends and resolves to its ``CallToolResult`` (``cancel()``
+        sends ``tasks/cancel``; ``task_id`` names it). ``timeout`` bounds each request.
+        ``CapabilityError`` when the server agreed to no tasks. See ``mcpsync._tasks``."""
+        return _tasks.pick_up(self, task_id, timeout)
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else "open"

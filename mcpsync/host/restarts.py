@@ -58,9 +58,9 @@ class RestartCount(int):
 def restarts_of(session: Any) -> RestartCount:
     """How often the session's restart policy brought it back (0 for any other session),
     and the phase it is in (a restart under way shows as "restarting" in status rows)."""
-    from .._restart import Restarts
+    from ..session import Session
 
-    if not isinstance(session, Restarts) or session._restart is None:
+    if not isinstance(session, Session) or session._restart is None:
         return RestartCount(0)
     restarter = session._restart
     return RestartCount.of(restarter.count, restarter.phase, restarter.reasons())
@@ -68,6 +68,6 @@ def restarts_of(session: Any) -> RestartCount:
 
 def failure_of(session: Any) -> BaseException | None:
     """Why the session's restart policy gave up (``RestartLimitReached``), if it did."""
-    from .._restart import Restarts
+    from ..session import Session
 
-    return session.restart_failure if isinstance(session, Restarts) else None
+    return session.restart_failure if isinstance(session, Session) else None
