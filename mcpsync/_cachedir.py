@@ -3,8 +3,8 @@
 Owns: ``user_cache_dir()``: ``$XDG_CACHE_HOME/mcpsync`` (else ``~/.cache/mcpsync``) on Linux
 and other POSIX systems, ``~/Library/Caches/mcpsync`` on macOS,
 ``%LOCALAPPDATA%\\mcpsync\\Cache`` on Windows. The token store's default file
-(``auth.storage``), the era verdicts and the split statements of lazily loaded modules
-(``_lazyexec``) live there.
+(``auth.storage``) and the era verdicts (``protocol.verdict_file``) live there; nothing else
+does, and a session that needs neither creates nothing in it.
 
 And the rule for every folder and file mcpsync keeps per-user data in (POSIX):
 
@@ -15,8 +15,7 @@ And the rule for every folder and file mcpsync keeps per-user data in (POSIX):
   link (``O_NOFOLLOW``), creating it 0600, and refuses one that is not a regular file of
   this user; a file of this user readable by others is narrowed to 0600.
 
-Strings only (no ``pathlib``: ``_lazyexec`` is on the cold path); ``user_cache_dir()``
-creates nothing.
+``user_cache_dir()`` creates nothing.
 """
 
 from __future__ import annotations

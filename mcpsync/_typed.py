@@ -1,29 +1,25 @@
 """Typed results: the official ``mcp_types`` wire models, imported on first use.
 
-Owns: ``types()`` (the lazily imported ``mcp_types`` module), ``validate(model, data)`` with
-one cached validator per model (content blocks tagged by their ``type``), typed request
-handlers for the user's sampling/elicitation callbacks, and the ``outputSchema`` check
-(``jsonschema``, imported on first use). Nothing here knows sessions or eras.
+Owns: ``types()`` (the ``mcp_types`` module, imported plainly the first time it is needed),
+``validate(model, data)`` with one cached validator per model (content blocks tagged by
+their ``type``), typed request handlers for the user's sampling/elicitation callbacks, and
+the ``outputSchema`` check (``jsonschema``, imported on first use). Nothing here knows
+sessions or eras.
 
-Cold start. ``import mcp_types`` normally creates all of its ~155 pydantic model classes
-and builds every one (~75 ms on top of pydantic's own ~60 ms). Here it is imported by
-``_typesimport.import_types()``: its statements run on the first use of a name that needs
-them (``_lazyexec``: a first ``CallToolResult`` creates 16 classes), pydantic's
-``defer_build`` while they run (each model is built on its first validation, so a session
-builds only the model graphs its results need), and two costs of pydantic's own import that
-a session does not need on its cold path left out (``importlib.metadata``, and pydantic's
-plugin search when no plugin is installed). The models, their schemas and their strictness
-are pydantic's, unchanged.
-
-``prefetch()`` starts that import in a background thread (``mcpsync-typed[import]``, once
-per process) as ``Session.connect`` begins, so it overlaps the server's start-up; the
-thread then builds the commonest first result's validator (``WARM_MODELS``). ``warm()``,
-called right after the handshake, waits for it (bounded). A Ctrl-C in the main thread
-therefore never cuts an import in half (another thread converting its own result would
-then wait on Python's import locks), and a fork waits for the import first
+Cold start. ``import mcp_types`` is an ordinary import: it loads pydantic and creates and
+builds all of its models. Nothing here touches the import system or pydantic: no entry in
+``sys.modules`` is written, no attribute of another library rebound, nothing written to or
+read from a file. What moves is only *when* the import happens:
+``prefetch()`` starts it in a background thread (``mcpsync-typed[import]``, once per
+process) as ``Session.connect`` begins, so it overlaps the server's start-up; the thread
+then builds the commonest first result's validator (``WARM_MODELS``) and ends. A thread that
+needs the module meanwhile simply imports it: Python's import lock makes it wait for the
+import under way. ``warm()``, called right after the handshake, waits for the prefetch
+(bounded), so ``connect`` returns with no prefetch thread left and a Ctrl-C in the main
+thread never lands in the middle of the import. A fork waits for the import first
 (``os.register_at_fork``), so a child never inherits a module lock held by a thread it does
-not have. ``warm_schema()`` imports ``jsonschema`` when a tool
-list first declares an ``outputSchema`` (before any check).
+not have. ``warm_schema()`` imports ``jsonschema`` when a tool list first declares an
+``outputSchema`` (before any check).
 """
 
 from __future__ import annotations
@@ -34,7 +30,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from . import _typesimport, jsonrpc
+from . import jsonrpc
 from .errors import ProtocolError, RequestTimeout, ServerError
 
 __all__ = [
@@ -49,39 +45,28 @@ __all__ = [
     "roots_result",
 ]
 
-#: bound on waiting for another thread's ``mcp_types`` import (it takes ~0.15 s)
+#: bound on waiting for the prefetch thread (its import takes ~0.15 s on an idle machine)
 IMPORT_WAIT = 60.0
 
 _module: Any = None  # mcp_types, once imported
-_import_lock = threading.Lock()  # one importer at a time
 _prefetch_lock = threading.Lock()
 _prefetcher: threading.Thread | None = None
 
 
 def types() -> Any:
-    """The ``mcp_types`` module (imported on the first call, models built on first use)."""
-    return _module if _module is not None else _import_types()
-
-
-def _import_types() -> Any:
+    """The ``mcp_types`` module (a plain import the first time; another thread importing it
+    meanwhile is waited for by Python's own import lock)."""
     global _module
-    if not _import_lock.acquire(timeout=IMPORT_WAIT):
-        raise RequestTimeout(f"importing mcp_types did not finish within {IMPORT_WAIT:g} s")
-    try:
-        if _module is None:
-            if "mcp_types" in sys.modules:  # imported by the application already
-                import mcp_types
-            else:
-                mcp_types = _typesimport.import_types(WARM_MODELS)
-            _module = mcp_types
-            jsonrpc.use_fast_codec()  # pydantic is loaded now: the wire codec may use it
-        return _module
-    finally:
-        _import_lock.release()
+    if _module is None:
+        import mcp_types
+
+        jsonrpc.use_fast_codec()  # pydantic is loaded now: the wire codec may use it
+        _module = mcp_types
+    return _module
 
 
 def prefetch() -> None:
-    """Import ``mcp_types`` and build the common validators in a background thread, once
+    """Import ``mcp_types`` and build the common validator in a background thread, once
     per process (``Session.connect`` calls this before it starts the server)."""
     global _prefetcher
     if _module is not None or _prefetcher is not None:
@@ -136,10 +121,9 @@ def validate(model_name: str, data: Any) -> Any:
         raise ProtocolError(f"server sent an invalid {model_name}: {exc}") from None
 
 
-#: built by the prefetch: the commonest first result. Nothing else is on every session's
-#: cold path: bring-up keeps the server's info and capabilities as the wire's dicts (their
-#: models are built when first read), and the others are built on first use (0.2-1 ms
-#: each; measured with ``benchmarks/coldstart.py``)
+#: built by the prefetch: the commonest first result (its tagged content validator is
+#: mcpsync's own ``TypeAdapter``, built on first use). The other validators are built on
+#: first use; bring-up keeps the server's info and capabilities as the wire's dicts
 WARM_MODELS = ("CallToolResult",)
 _warmed = threading.Event()
 
@@ -156,9 +140,8 @@ def _build_warm() -> None:
 def _fresh_locks_in_child() -> None:
     """After ``os.fork()``: a lock held by a parent thread at the fork (building a validator,
     importing) would be held for ever in the child, whose threads are its own: fresh ones."""
-    global _import_lock, _prefetch_lock, _build_lock
-    _import_lock, _prefetch_lock = threading.Lock(), threading.Lock()
-    _build_lock = threading.RLock()
+    global _prefetch_lock, _build_lock
+    _prefetch_lock, _build_lock = threading.Lock(), threading.RLock()
 
 
 if hasattr(os, "register_at_fork"):  # POSIX

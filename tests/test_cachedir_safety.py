@@ -3,8 +3,7 @@
 Folders are made 0700 whatever the umask and refused (UnsafePathError, nothing read or
 written) when another user owns them or group/others can write them; the token file and
 its ``.lock`` are never opened through a symbolic link (the link's target is untouched).
-Driven through the public store API (``FileTokenStore``, ``default_store_path``), plus
-the lazily loaded modules' plan files, which share the per-user folder.
+Driven through the public store API (``FileTokenStore``, ``default_store_path``).
 """
 
 from __future__ import annotations
@@ -12,9 +11,6 @@ from __future__ import annotations
 import json
 import os
 import stat
-import subprocess
-import sys
-import textwrap
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -186,76 +182,3 @@ def test_an_old_token_file_readable_by_others_is_narrowed_to_0600(tmp_path: Path
     os.chmod(store.path, 0o644)
     assert store.get("k") == ENTRY
     assert mode(store.path) == 0o600
-
-
-def test_the_plans_of_lazy_modules_keep_the_folder_private_under_umask_002(
-    tmp_path: Path,
-) -> None:
-    """A fresh interpreter under umask 002 (Ubuntu's for users with their own group) whose
-    lazily loaded modules write their plans first: the per-user folder is still 0700 and
-    the token store still takes it; no plan is written into a folder others can write."""
-    code = textwrap.dedent(
-        """
-        import os, sys
-        os.umask(0o002)
-        from mcpsync import _lazyexec
-        from mcpsync.auth import FileTokenStore
-        from mcpsync.auth.storage import default_store_path
-        path = _lazyexec._cache_path("demo_mod", "/nowhere/demo_mod.py")
-        _lazyexec._write(path, ("stamp", 1))
-        print("plan", os.path.exists(path))
-        FileTokenStore(default_store_path()).set("k", {"access_token": "A"})
-        print("store", oct(os.stat(os.path.dirname(os.path.dirname(path))).st_mode & 0o777))
-        """
-    )
-    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "xdg")}
-    env.pop("MCPSYNC_TOKEN_STORE", None)
-    out = subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60
-    )
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["plan", "True", "store", "0o700"]
-    folder = tmp_path / "xdg" / "mcpsync"
-    assert mode(folder) == 0o700 and mode(folder / "tokens.json") == 0o600
-    # a folder others can write: no plan is written there, none read from it
-    os.chmod(folder, 0o777)
-    code2 = textwrap.dedent(
-        """
-        from mcpsync import _lazyexec
-        path = _lazyexec._cache_path("demo_mod2", "/nowhere/demo_mod2.py")
-        _lazyexec._write(path, ("stamp", 1))
-        import os
-        print(os.path.exists(path))
-        """
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code2], env=env, capture_output=True, text=True, timeout=60
-    )
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["False"]
-
-
-def test_a_plan_in_a_folder_others_can_write_is_not_loaded(
-    cache_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Plans are marshalled code: one planted in a folder others can write is not run."""
-    import marshal
-
-    from mcpsync import _lazyexec
-
-    monkeypatch.setattr(sys, "dont_write_bytecode", False)
-
-    origin = tmp_path / "planted_mod.py"
-    origin.write_text('"""the real doc"""\n\nimport os\n\n\ndef f():\n    return os.sep\n')
-    plan = _lazyexec._cached_plan("planted_mod", str(origin))
-    assert plan is not None and plan.doc == "the real doc"
-    path = _lazyexec._cache_path("planted_mod", str(origin))
-    assert path is not None and os.path.exists(path)
-    kept = list(marshal.loads(Path(path).read_bytes()))
-    kept[-1] = "PLANTED"
-    Path(path).write_bytes(marshal.dumps(tuple(kept)))
-    loaded = _lazyexec._cached_plan("planted_mod", str(origin))
-    assert loaded is not None and loaded.doc == "PLANTED"  # the file is what is read
-    os.chmod(cache_home / "mcpsync", 0o777)
-    loaded = _lazyexec._cached_plan("planted_mod", str(origin))
-    assert loaded is not None and loaded.doc == "the real doc"
