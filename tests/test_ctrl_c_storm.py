@@ -121,7 +121,7 @@ def test_ctrl_c_storm_loses_nothing_and_wedges_nothing(no_leaks):
         assert not garbage, f"spliced or garbage lines: {garbage[:3]}"
         lost = FLOOD - len(numbers)
         assert numbers == list(range(FLOOD)), f"{lost} of {FLOOD} notifications lost/reordered"
-        assert not s.transport._role.locked()  # noqa: SLF001 - the reader role is free
+        assert not s.transport.reader._role.locked()  # noqa: SLF001 - the reader role is free
         print(
             f"storm: {signals[0]} SIGINTs, {main_interrupts} interrupted main calls, "
             f"{main_answers} answered, {worker_calls[0]} worker calls, 0 of {FLOOD} lost"
@@ -135,7 +135,7 @@ def test_ctrl_c_right_after_the_reader_role_is_taken_releases_it(no_leaks):
     # reader role returns; the call is cancelled, the role is free, the session answers.
     with mcpsync.Session.connect(HOSTILE, era="legacy", timeout=10) as s:
         assert s.call_tool("echo", {"message": "warm"}).content[0].text == "warm"
-        role = s.transport._role  # noqa: SLF001
+        role = s.transport.reader._role  # noqa: SLF001
         fired = []
 
         def hook(frame, event, arg) -> None:

@@ -1,7 +1,8 @@
 """Fuzz the stdio reader: hostile lines between valid messages, the stream cut at random bytes.
 
-The real ``StdioTransport`` read routine (``_read_once``: read what the pipe has, frame
-lines, decode, deliver) reads from an ``os.pipe`` this test writes the pieces into, as a
+The real ``StdioTransport`` read step (what its reader thread does with each read of the
+pipe: ``transport.framer.chunk``, which frames lines, decodes and delivers) reads from an
+``os.pipe`` this test writes the pieces into, as a
 server's stdout would deliver them. Hostile shapes: nesting deeper than any parser allows
 (open and closed), integers over Python's digit limit, invalid UTF-8, garbage text, lines
 over the size limit. Every valid message must be delivered, in order and equal; every bad
@@ -101,8 +102,7 @@ def test_the_stdio_reader_survives_hostile_streams(items, cuts):
     errors: list[BaseException] = []
     transport = StdioTransport([sys.executable, "-c", "pass"], max_message_bytes=LIMIT)
     transport._bind(delivered.append, lambda e: None, errors.append)  # noqa: SLF001
-    read_end, write_end = os.pipe()
-    transport._fd = read_end  # noqa: SLF001 - the pipe stands in for the server's stdout
+    read_end, write_end = os.pipe()  # the pipe stands in for the server's stdout
     try:
         stream = b"".join((_wire(v) if kind == "ok" else v) + b"\n" for kind, v in items)
         # Cut the stream at random byte boundaries (inside UTF-8 sequences, mid-line, ...);
@@ -116,7 +116,7 @@ def test_the_stdio_reader_survives_hostile_streams(items, cuts):
         assert b"".join(pieces) == stream
         for piece in pieces:
             os.write(write_end, piece)
-            transport._read_once()  # noqa: SLF001 - exactly what the reader role runs
+            transport.framer.chunk(os.read(read_end, 65_536))  # what the reader thread runs
         expected = [v for kind, v in items if kind == "ok"]
         assert delivered == expected
         bad = [v for kind, v in items if kind == "bad"]
@@ -126,9 +126,8 @@ def test_the_stdio_reader_survives_hostile_streams(items, cuts):
         assert all(e.request_id == 4 for e in oversize)
         # the reader still reads
         os.write(write_end, b'{"jsonrpc":"2.0","id":9,"result":{}}\n')
-        transport._read_once()  # noqa: SLF001
+        transport.framer.chunk(os.read(read_end, 65_536))
         assert delivered[-1] == {"jsonrpc": "2.0", "id": 9, "result": {}}
-        assert not transport._eof  # noqa: SLF001
     finally:
         os.close(read_end)
         os.close(write_end)

@@ -152,7 +152,7 @@ def test_many_threads_on_one_stdio_session_route_every_reply_and_leave_no_slot(n
             thread.join(120)
         assert not errors, errors[:3]
         transport = session.connection.transport
-        slots = transport._slots
+        slots = transport.reader._slots
         assert slots.lost == 0
         assert slots.free, "no caller parked"
         assert {_kind_of(fd) for slot in slots.free for fd in slot[:2]} == {kind}
@@ -187,9 +187,9 @@ def test_callers_parked_when_the_server_dies_all_fail_and_leave_no_slot(no_leaks
     # wait until all eight wait for their reply (one reads, the others are parked)
     pause = threading.Event()
     end = time.monotonic() + 60
-    while len(transport._waiting) < 8 and time.monotonic() < end:
+    while len(transport.reader._waiting) < 8 and time.monotonic() < end:
         pause.wait(0.01)
-    assert len(transport._waiting) == 8
+    assert len(transport.reader._waiting) == 8
     transport.process.kill()
     for thread in threads:
         thread.join(30)

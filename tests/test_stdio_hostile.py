@@ -83,7 +83,7 @@ def test_the_noise_tail_is_bounded(no_leaks):
     transport = StdioTransport([*HOSTILE])
     assert transport.stdout_noise() == []
     for i in range(100):
-        transport._deliver_line(f"banner {i}".encode())  # noqa: SLF001 - the reader's line step
+        transport.framer.line(f"banner {i}".encode())  # the reader's line step
     assert transport.stdout_noise() == [f"banner {i}" for i in range(80, 100)]
 
 
@@ -106,15 +106,15 @@ def test_an_oversize_reply_names_its_request_wherever_the_id_is(layout):
     transport._bind(lambda m: None, lambda e: None, errors.append)  # noqa: SLF001
     line, expected = _LAYOUTS[layout]
     for start in range(0, len(line), 700):  # in pieces, as a pipe delivers it
-        transport._feed(line[start : start + 700])  # noqa: SLF001
+        transport.framer.feed(line[start : start + 700])
     assert not errors or layout == "first"  # else nothing is known before the newline
-    transport._feed(b'\n{"jsonrpc":"2.0","id":43,"result":{}}\n')  # noqa: SLF001
+    transport.framer.feed(b'\n{"jsonrpc":"2.0","id":43,"result":{}}\n')
     assert len(errors) == 1 and isinstance(errors[0], MessageTooLarge)
     assert errors[0].request_id == expected and "over 1000 bytes" in str(errors[0])
     # a whole line over the cap (read in one piece) is named the same way
     whole: list[BaseException] = []
     transport._bind(lambda m: None, lambda e: None, whole.append)  # noqa: SLF001
-    transport._deliver_line(line)  # noqa: SLF001
+    transport.framer.line(line)
     assert len(whole) == 1 and whole[0].request_id == expected
 
 

@@ -203,9 +203,9 @@ def test_stdio_kill_ends_the_child_and_its_group_at_once() -> None:
         assert proc.poll() is not None  # kill() waited for it
         # the grandchild went with it (gone once init has reaped it: a bounded wait)
         deadline = time.monotonic() + WAIT
-        while t._group_alive(proc.pid) and time.monotonic() < deadline:
+        while t.child._group_alive(proc.pid) and time.monotonic() < deadline:
             time.sleep(0.01)
-        assert not t._group_alive(proc.pid)
+        assert not t.child._group_alive(proc.pid)
         t.kill()  # a no-op once it exited
     finally:
         t.close()

@@ -237,7 +237,7 @@ def test_ladder_on_windows_uses_ctrl_break_then_the_job(
     proc = FakeProcess(["server.exe"], waits_before_exit=2)  # ignores EOF and Ctrl-Break
     proc.job = job
     t = _transport_with(proc)
-    t._shutdown(proc)
+    t.child.shutdown()
     assert proc.stdin.closed  # first: stdin closed
     assert breaks == [4242]  # second: Ctrl-Break to its process group
     assert proc.events == ["wait", "wait", "kill", "wait"]  # third: the tree, then the process
@@ -248,7 +248,7 @@ def test_ladder_on_windows_uses_ctrl_break_then_the_job(
 def test_ladder_on_windows_stops_at_eof_and_closes_the_job(on_windows: Kernel32) -> None:
     proc = FakeProcess(["server.exe"])
     proc.job = windows.JobObject()
-    _transport_with(proc)._shutdown(proc)
+    _transport_with(proc).child.shutdown()
     assert proc.events == ["wait"]
     assert "TerminateJobObject" not in on_windows.names()
     assert on_windows.names()[-1] == "CloseHandle"  # kill-on-close ends leftover children
@@ -272,7 +272,7 @@ def test_kill_and_exit_steps_on_windows(
     now = time.monotonic()
     assert t.exit_soon(now + 0.03) is True  # stdin closed
     assert proc.stdin.closed and not breaks
-    t._exit_plan = (now - 1.0, now + 0.03, 1)  # as if the time had passed
+    t.child._exit_plan = (now - 1.0, now + 0.03, 1)  # as if the time had passed
     assert t.exit_soon(now + 0.03) is True
     assert breaks == [4242] and proc.events == ["kill"]  # Ctrl-Break, then the process
 

@@ -7,8 +7,10 @@ specification gives for stdio: close the child's stdin, wait for it to exit, the
 SIGTERM, wait, then SIGKILL — to the child's whole process group, so its own children
 go too (Windows: Ctrl-Break where it can be delivered, then the job object: the tree),
 and what the process lifecycle asks of a stdio transport (``abandon`` after a fork,
-``exit_soon`` at interpreter exit). Every wait is bounded. A mixin of ``StdioTransport``
-(it works on its state). Starting the process is ``spawn``.
+``exit_soon`` at interpreter exit). Every wait is bounded. ``ChildProcess`` is a member of
+``StdioTransport``: it knows the process and its stderr text, nothing of the pipes' reading
+or writing; closing the server's stdin (step one of the ladder) is the writer's, handed in
+as a callback. Starting the process is ``spawn``.
 """
 
 from __future__ import annotations
@@ -16,20 +18,18 @@ from __future__ import annotations
 import collections
 import logging
 import os
-import select
 import signal
 import subprocess
 import sys
-import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from ..jsonrpc import excerpt
 from . import windows
-from .park import Slots
 from .spawn import ServerProcess, spawn
 
-__all__ = ["DEFAULT_INHERITED_ENV", "default_environment", "ChildProcess", "spawn"]
+__all__ = ["DEFAULT_INHERITED_ENV", "default_environment", "ChildProcess", "CloseStdin", "spawn"]
 
 if sys.platform == "win32":  # pragma: no cover - the reference SDKs' Windows list
     DEFAULT_INHERITED_ENV: tuple[str, ...] = (
@@ -63,60 +63,86 @@ def default_environment() -> dict[str, str]:
     return env
 
 
+#: closes the server's stdin once no write uses it; the argument bounds the wait for a
+#: write under way (None: do not wait); True when stdin is closed (or was)
+CloseStdin = Callable[[float | None], bool]
+
+
 class ChildProcess:
-    """The process half of ``StdioTransport`` (see the module docstring)."""
+    """The server process of a stdio transport (see the module docstring).
 
-    # set by the transport's __init__
-    name: str
-    process: subprocess.Popen[bytes] | None
-    shutdown_timeout: float
-    _write_lock: threading.Lock
-    _closing: threading.Event
-    _stop_r: int
-    _server_log: logging.Logger
-    _stderr_tail: collections.deque[str]
-    _shut: bool
-    _role: threading.Lock
-    _role_cv: threading.Condition
-    _stdin: Any
-    _stdin_fd: int
-    _fd: int
-    _err_fd: int
-    _err_lock: threading.Lock
-    _caller_poll: Any
-    _slots: Slots  # the wake-up slots of parked callers
-    _wake_r: int
-    _wake_w: int
-    _stop_w: int
-    _close_reported: bool
+    ``argv``, ``env``, ``cwd``: what ``start`` runs; ``close_stdin``: the writer's way of
+    closing the server's stdin (``CloseStdin``); ``shutdown_timeout``: the bound of each
+    step of the ladder; ``stderr_tail_lines``: how many stderr lines the tail keeps.
+    """
 
-    # -- the process lifecycle (mcpsync._lifecycle calls these) ----------------------------
+    def __init__(
+        self,
+        argv: list[str],
+        *,
+        env: dict[str, str],
+        cwd: str | None,
+        name: str,
+        close_stdin: CloseStdin,
+        shutdown_timeout: float,
+        stderr_tail_lines: int,
+    ) -> None:
+        self.argv, self.env, self.cwd, self.name = argv, env, cwd, name
+        self.shutdown_timeout = shutdown_timeout
+        self.process: subprocess.Popen[bytes] | None = None
+        self._close_stdin = close_stdin
+        #: the server's last stderr lines (excerpts), oldest first
+        self.tail: collections.deque[str] = collections.deque(maxlen=stderr_tail_lines)
+        self._pending = b""  # the start of a stderr line not ended yet
+        self._log = logging.getLogger(f"mcpsync.server.{name}")
+        #: the exit ladder: (started, deadline, step) once ``exit_soon`` began
+        self._exit_plan: tuple[float, float, int] | None = None
+
+    def start(self) -> subprocess.Popen[bytes]:
+        """Start the server (``spawn``: its own process group, a parent-death signal, a
+        Windows job). Raises what ``Popen`` raises."""
+        self.process = spawn(self.argv, env=self.env, cwd=self.cwd)
+        return self.process
+
+    # -- stderr text -------------------------------------------------------------------------
+
+    def stderr_chunk(self, chunk: bytes) -> None:
+        """Bytes read from the server's stderr: every complete line goes to the tail and to
+        ``logging`` (``mcpsync.server.<name>``, INFO)."""
+        pending = self._pending + chunk
+        *lines, pending = pending.split(b"\n")
+        if len(pending) > 65536:  # a huge line without newline: keep only its start
+            lines.append(pending[:4096])
+            pending = b""
+        self._pending = pending
+        logger, tail = self._log, self.tail
+        for raw in lines:
+            text = raw.decode("utf-8", "replace").rstrip("\r")
+            tail.append(excerpt(text, 500))
+            if logger.isEnabledFor(logging.INFO):
+                logger.info("%s", text)
+
+    def stderr_ended(self) -> None:
+        """The server's stderr reached its EOF: a last line without newline joins the tail."""
+        if self._pending:
+            self.tail.append(excerpt(self._pending, 500))
+            self._pending = b""
+
+    def exit_code(self, wait: float) -> int | None:
+        """The server's exit code, waiting at most ``wait`` s for it (None: still running)."""
+        proc = self.process
+        if proc is None:
+            return None
+        try:
+            return proc.wait(timeout=wait)
+        except subprocess.TimeoutExpired:
+            return None
+
+    # -- the process lifecycle (mcpsync._lifecycle calls these, through the transport) -------
 
     def abandon(self) -> None:
         """In a child of ``os.fork()``: close this process's copies of the pipes. The server,
-        its process group and the parent's reading are left alone: nothing is written, read
-        or signalled. The locks are replaced, not taken (their holders did not survive the
-        fork); the threads that served the parent do not exist here."""
-        self._shut = True
-        self._close_reported = True  # the parent's session hears about its own transport
-        closing = threading.Event()
-        closing.set()
-        self._closing = closing
-        self._write_lock, self._role, self._role_cv = (
-            threading.Lock(), threading.Lock(), threading.Condition()
-        )  # fmt: skip
-        self._err_lock = threading.Lock()
-        for name in ("_wake_r", "_wake_w", "_stop_r", "_stop_w"):
-            fd = getattr(self, name)
-            setattr(self, name, -1)
-            if fd >= 0:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
-        self._slots.abandon()  # (no parker survived the fork)
-        self._stdin, self._stdin_fd, self._fd, self._caller_poll = None, -1, -1, None
-        self._err_fd = -1  # (closed below, with the stderr pipe)
+        its process group and the parent's reading are left alone."""
         proc = self.process
         if proc is not None:
             for pipe in (proc.stdin, proc.stdout, proc.stderr):
@@ -126,35 +152,24 @@ class ChildProcess:
                     except OSError:
                         pass
 
-    #: the exit ladder: (started, deadline, step) once ``exit_soon`` began
-    _exit_plan: tuple[float, float, int] | None = None
-
-    def exit_soon(self, deadline: float) -> bool:
+    def exit_soon(self, deadline: float, closing: bool) -> bool:
         """Interpreter exit, one step per call, never waiting: close the server's stdin
         (every server sees EOF at once), then after a third of the time SIGTERM (Windows:
         Ctrl-Break), after two thirds SIGKILL (the job); True while the server still runs.
-        A transport already closing in another thread (the unwinding of a failed bring-up,
-        which leaves the rest of its ladder to the background) gets the signals on this
-        schedule too, so its server is gone by ``deadline`` whatever that ladder waits."""
+        ``closing``: the transport is closing in another thread already (the unwinding of a
+        failed bring-up, which leaves the rest of its ladder to the background): its server
+        gets the signals on this schedule too, so it is gone by ``deadline`` whatever that
+        ladder waits."""
         proc = self.process
         if proc is None or proc.poll() is not None:
             return False
         now = time.monotonic()
         if self._exit_plan is None:
             self._exit_plan = (now, deadline, 1)
-            if self._closing.is_set():  # its ladder closed stdin already, or is about to
+            if closing:  # its ladder closed stdin already, or is about to
                 return True
             self.shutdown_timeout = max(0.05, min(self.shutdown_timeout, (deadline - now) / 4))
-            if self._write_lock.acquire(False):  # else a write is under way: signals follow
-                try:
-                    self._shut = True  # writers see it under the lock: no write to a closed fd
-                    if proc.stdin is not None and not proc.stdin.closed:
-                        try:
-                            proc.stdin.close()
-                        except OSError:
-                            pass
-                finally:
-                    self._write_lock.release()
+            self._close_stdin(None)  # (a write under way keeps it: the signals follow)
             return True
         started, end, step = self._exit_plan
         span = max(end - started, 0.0)
@@ -166,53 +181,6 @@ class ChildProcess:
             step = 3
         self._exit_plan = (started, end, step)
         return True
-
-    def _drain_stderr(self) -> None:
-        proc = self.process
-        assert proc is not None and proc.stderr is not None
-        fd = proc.stderr.fileno()
-        pending = b""
-        logger = self._server_log
-        tail = self._stderr_tail
-        poller = None
-        if self._stop_r >= 0:  # bounded reads: stop once closing, even if stderr stays open
-            os.set_blocking(fd, False)
-            poller = select.poll()
-            poller.register(fd, select.POLLIN)
-            poller.register(self._stop_r, select.POLLIN)
-        leftover = 1 << 20  # once closing: at most this much more of what is already there
-        while True:
-            if poller is not None:
-                closing = self._closing.is_set()
-                events = poller.poll(0 if closing else None)
-                if not any(ready == fd for ready, _ in events):
-                    if closing or any(ready == self._stop_r for ready, _ in events):
-                        break
-                    continue
-            try:
-                chunk = os.read(fd, 65536)
-            except BlockingIOError:
-                continue
-            except OSError:
-                break
-            if not chunk:
-                break
-            if self._closing.is_set():
-                leftover -= len(chunk)
-                if leftover < 0:
-                    break
-            pending += chunk
-            *lines, pending = pending.split(b"\n")
-            if len(pending) > 65536:  # a huge line without newline: keep only its start
-                lines.append(pending[:4096])
-                pending = b""
-            for raw in lines:
-                text = raw.decode("utf-8", "replace").rstrip("\r")
-                tail.append(excerpt(text, 500))
-                if logger.isEnabledFor(logging.INFO):
-                    logger.info("%s", text)
-        if pending:
-            tail.append(excerpt(pending, 500))
 
     def kill(self) -> None:
         """Kill the child and its tree at once, without the ladder (a start the host
@@ -231,10 +199,14 @@ class ChildProcess:
             pass
         _reaped(proc)
 
-    def _shutdown(self, proc: subprocess.Popen[bytes]) -> None:
+    def shutdown(self) -> None:
+        """The ladder: stdin closed, wait; SIGTERM (Ctrl-Break), wait; SIGKILL (the job),
+        wait; then what is left of its process group. Each wait ``shutdown_timeout``."""
+        proc = self.process
+        if proc is None:
+            return
         timeout = self.shutdown_timeout
-        # Writers see the stop pipe and give the lock up at once; bounded all the same.
-        self._close_stdin(timeout)
+        self._close_stdin(timeout)  # (a writer stuck past its bound: the signals end it)
         try:
             proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -290,20 +262,6 @@ class ChildProcess:
                 pass
         else:
             self._signal(proc, signal.SIGKILL)
-
-    def _close_stdin(self, timeout: float) -> None:
-        """Close our end of stdin once no writer can use it (writers stop on the stop pipe)."""
-        proc = self.process
-        if proc is None or proc.stdin is None or proc.stdin.closed:
-            return
-        if not self._write_lock.acquire(timeout=timeout):
-            return  # a writer is stuck past its bound: the signals end the server instead
-        try:
-            proc.stdin.close()
-        except OSError:
-            pass
-        finally:
-            self._write_lock.release()
 
     @staticmethod
     def _group_alive(pgid: int) -> bool:

@@ -4,8 +4,9 @@ Owns: cutting the byte stream into lines (in linear time, across chunks), the si
 (a line over ``max_message_bytes`` is dropped unread up to its newline and reported as
 ``MessageTooLarge``, naming the request it answered when its first or last bytes say
 so), decoding each line (``jsonrpc.decode``: garbage is a ``ProtocolError``, kept as a
-"noise" line for error messages), and delivering the message. A mixin of
-``StdioTransport`` (it works on its line buffer, which the reader role guards).
+"noise" line for error messages), and delivering the message. ``LineFramer`` is a member
+of the stdio reader (``reader.PipeReader``): only the reader thread feeds it; what it finds
+goes out through the two callbacks it was built with.
 """
 
 from __future__ import annotations
@@ -36,24 +37,47 @@ class MessageTooLarge(ProtocolError):
 
 
 class LineFramer:
-    """The stdout half of ``StdioTransport`` (see the module docstring)."""
+    """Cuts a stdout byte stream into JSON-RPC messages (see the module docstring).
 
-    # set by the transport's __init__ (and, for the two callbacks, by ``Transport``)
-    name: str
-    max_message_bytes: int
-    _parts: list[bytes]
-    _part_bytes: int
-    _discarding: bool
-    _discard_head: bytes
-    _discard_tail: bytes
-    _discard_unreported: bool
-    _noise: collections.deque[str]
-    _report: Callable[[BaseException], None]
-    _deliver: Callable[[Any], None]
-    _callback_failed: Callable[[], None]
-    _on_message: Callable[[Any], None] | None
+    ``deliver(message)`` gets each decoded message (a dict, or a batch list; it must not
+    raise), ``report(error)`` each ``ProtocolError`` (garbage, a line over the cap).
+    """
 
-    def _feed(self, chunk: bytes) -> None:
+    def __init__(
+        self,
+        name: str,
+        max_message_bytes: int,
+        deliver: Callable[[Any], None],
+        report: Callable[[BaseException], None],
+    ) -> None:
+        self.name = name
+        self.max_message_bytes = max_message_bytes
+        self._deliver = deliver
+        self._report = report
+        #: the last non-JSON lines (excerpts), oldest first
+        self.noise: collections.deque[str] = collections.deque(maxlen=_NOISE_LINES)
+        self._parts: list[bytes] = []
+        self._part_bytes = 0
+        self._discarding = False
+        self._discard_head = b""  # the first bytes of the line being discarded
+        self._discard_tail = b""  # the last bytes of the line being discarded
+        self._discard_unreported = False
+
+    def chunk(self, chunk: bytes) -> None:
+        """Take one chunk read from stdout (any size, cut anywhere)."""
+        if chunk[-1:] == b"\n" and not self._parts and not self._discarding:
+            # whole lines only (line() holds each to the size cap, as feed() does)
+            if chunk.find(b"\n") == len(chunk) - 1:
+                self.line(chunk)  # exactly one: the sequential case
+            else:
+                line = self.line  # several: many threads' replies at once
+                for piece in chunk.split(b"\n")[:-1]:
+                    line(piece)
+        else:
+            self.feed(chunk)
+
+    def feed(self, chunk: bytes) -> None:
+        """Take a chunk in the general case: a line may begin or end in another chunk."""
         start = 0
         limit = self.max_message_bytes
         while True:
@@ -82,7 +106,7 @@ class LineFramer:
                 piece = b"".join(self._parts)
                 self._parts.clear()
                 self._part_bytes = 0
-            self._deliver_line(piece)
+            self.line(piece)
 
     def _too_large(self, head: bytes) -> None:
         """The line being read went over the limit: drop it up to its newline, and say so."""
@@ -103,7 +127,8 @@ class LineFramer:
             request_id=request_id,
         ))  # fmt: skip
 
-    def _deliver_line(self, line: bytes) -> None:
+    def line(self, line: bytes) -> None:
+        """Decode and deliver one complete line (without its newline)."""
         if len(line) > self.max_message_bytes:  # whole, but its last piece took it over
             if not line.isspace():
                 self._report_too_large(reply_id(line[:512], line[-512:]))
@@ -113,13 +138,7 @@ class LineFramer:
         except ProtocolError as exc:
             if not line or line.isspace():  # a blank line is no message, and no noise
                 return
-            self._noise.append(excerpt(line, 200))
+            self.noise.append(excerpt(line, 200))
             self._report(ProtocolError(f"server {self.name!r} wrote to stdout: {exc}"))
             return
-        if type(message) is dict and self._on_message is not None:
-            try:  # one message (the usual case): straight to on_message
-                self._on_message(message)
-            except Exception:  # noqa: BLE001 - as _deliver: a callback's bug is logged
-                self._callback_failed()
-        else:
-            self._deliver(message)
+        self._deliver(message)

@@ -1,21 +1,31 @@
 """The reading half of the stdio transport: the reader role and the one pipe-reader thread.
 
-Owns: who reads the server's stdout (a waiting caller takes the "reader role" and reads
-its own reply, and every other message it finds, so a sequential call costs one wake-up;
-callers that cannot get the role park on a wake-up slot, ``park.py``, until their reply
-was delivered or the role is theirs), and the transport's one thread,
-``mcpsync-stdio-reader[name]``: it reads stdout while no caller does (notifications, server requests, the EOF of an idle
-session) and drains stderr all the time (a bounded tail kept for error messages, every
-line sent to ``logging``), both from one ``poll()``; the stop pipe beside them ends it.
-So a stdio session costs one thread. On platforms without ``select.poll`` the thread
-reads stdout with blocking reads and a second thread drains stderr
-(``child.ChildProcess._drain_stderr``). A mixin of ``StdioTransport`` (its state).
+Owns: who reads the server's stdout. A waiting caller takes the "reader role" and reads its
+own reply, and every other message it finds, so a sequential call costs one wake-up, as in a
+bare loop; callers that cannot get the role park on a wake-up slot (``park.py``) until their
+reply was delivered or the role is theirs. And the session's one thread,
+``mcpsync-stdio-reader[name]``: it reads stdout while no caller does (notifications, server
+requests, the EOF of an idle session) and drains stderr all the time, both from one
+``poll()``, with the transport's stop pipe beside them (it ends as soon as the transport
+closes). Stdout goes to the framer (``ndjson.LineFramer``), stderr to the child's tail
+(``child.ChildProcess.stderr_chunk``). Reading stderr from another thread (what it holds
+now, for an error message; to its EOF once the server exited) takes the stderr lock. On
+platforms without ``select.poll`` the thread reads stdout with blocking reads (no caller
+reads) and a second thread drains stderr.
+
+A ``PipeReader`` is a member of ``StdioTransport``: it knows its descriptors and the
+callbacks its constructor was given, nothing of its host. It never closes the server's
+pipes (the transport does, once ``join`` said no thread reads them); it closes what it made
+(the wake-up pipe, the parking slots) in ``forget``.
+
+Why the caller reads (measured, ``benchmarks/bench.py --quick --only stdio``, see
+``transports/README.md``): with the reader thread reading every reply and the caller waiting
+on an event, a call costs two wake-ups instead of one: sequential calls fell from about
+0.85x to 0.56-0.62x of the bare loop, 8 threads from 1.7-2.5x to 0.63-1.16x.
 """
 
 from __future__ import annotations
 
-import collections
-import logging
 import os
 import select
 import threading
@@ -24,12 +34,14 @@ from _thread import get_ident
 from collections.abc import Callable
 from typing import Any
 
-from ..jsonrpc import excerpt
+from .ndjson import LineFramer
 from .park import WAKE, Slots, consume
 from .sigint import _GUARD, _MAIN_IDENT
 
-__all__ = ["PipeReader"]
+__all__ = ["PipeReader", "POLL"]
 
+#: the platform has ``select.poll``: bounded, non-blocking reads, and callers read
+POLL = hasattr(select, "poll")
 #: after a send, the background reader leaves stdout to the caller this long (seconds)
 _CALLER_GRACE = 0.005
 #: once closing, at most this much more of what stderr already holds is read
@@ -37,40 +49,135 @@ _STDERR_LEFTOVER = 1 << 20
 
 
 class PipeReader:
-    """The reading half of ``StdioTransport`` (see the module docstring)."""
+    """Reads a stdio server's stdout and stderr (see the module docstring).
 
-    # set by the transport's __init__ / start
-    name: str
-    features: Any
-    process: Any
-    _closing: threading.Event
-    _shut: bool
-    _eof: bool
-    _fd: int
-    _err_fd: int
-    _err_lock: threading.Lock
-    _err_pending: bytes
-    _stop_r: int
-    _wake_r: int
-    _wake_w: int
-    _caller_poll: Any
-    _role: threading.Lock
-    _role_cv: threading.Condition
-    _role_owner: int
-    _parked: dict[int, tuple[Any, int]]
-    _slots: Slots
-    _waiting: list[None]
-    _last_send: float
-    _parts: list[bytes]
-    _discarding: bool
-    _stderr_tail: collections.deque[str]
-    _server_log: logging.Logger
+    ``stdout_fd``/``stderr_fd``: the server's pipes (made non-blocking here where ``POLL``);
+    ``stop_fd``: readable once the transport closes (``stop`` is called first). ``framer``
+    gets stdout; ``on_stderr(chunk)`` and ``on_stderr_end()`` get stderr; ``on_eof()`` is
+    called once, in whichever thread read it, when stdout reaches EOF.
+    """
 
-    # implemented by the other mixins (annotations only: nothing here shadows them)
-    _feed: Callable[[bytes], None]
-    _deliver_line: Callable[[bytes], None]
-    _report_close: Callable[[BaseException | None], None]
-    _exit_error: Callable[[str], Any]
+    def __init__(
+        self,
+        name: str,
+        *,
+        stdout_fd: int,
+        stderr_fd: int,
+        stop_fd: int,
+        framer: LineFramer,
+        on_stderr: Callable[[bytes], None],
+        on_stderr_end: Callable[[], None],
+        on_eof: Callable[[], None],
+    ) -> None:
+        self.name = name
+        self.framer = framer
+        self._fd = stdout_fd
+        self._err_fd = stderr_fd  # -1 once at EOF or forgotten (under _err_lock)
+        self._stop_r = stop_fd
+        self._on_stderr = on_stderr
+        self._on_stderr_end = on_stderr_end
+        self._on_eof_callback = on_eof
+        self._err_lock = threading.Lock()
+        self._shut = False  # stop() was called: read nothing more
+        self.eof = False  # stdout reached its EOF
+        #: when the transport last wrote (``time.monotonic()``): the caller reads the reply
+        self.last_send = 0.0
+        self._threads: list[threading.Thread] = []
+        # the reader role and the line buffer it guards
+        self._role = threading.Lock()
+        self._role_cv = threading.Condition()
+        self._role_owner = 0  # the thread ident holding the role (0: none)
+        self._parked: dict[int, tuple[Any, int]] = {}  # callers waiting: (future, slot fd)
+        self._slots = Slots()  # what they wait on (park.py)
+        self._waiting: list[None] = []  # one entry per caller inside wait_for
+        self._caller_poll: Any = None
+        self._wake_r = self._wake_w = -1
+        if POLL:
+            # Reads only after poll() said so: nothing blocks unbounded.
+            for fd in (stdout_fd, stderr_fd):
+                os.set_blocking(fd, False)
+            self._caller_poll = select.poll()
+            self._caller_poll.register(stdout_fd, select.POLLIN)
+            # A reading caller sleeps in poll(); wakeup() writes here to make it look again.
+            self._wake_r, self._wake_w = os.pipe()
+            for fd in (self._wake_r, self._wake_w):
+                os.set_blocking(fd, False)
+            self._caller_poll.register(self._wake_r, select.POLLIN)
+            self._caller_poll.register(stop_fd, select.POLLIN)
+
+    def start(self) -> None:
+        # daemon: a session the caller forgot to close must not hang interpreter exit
+        run = self._pipe_reader if POLL else self._background_reader
+        self._threads.append(
+            threading.Thread(target=run, name=f"mcpsync-stdio-reader[{self.name}]", daemon=True)
+        )
+        if not POLL:  # pragma: no cover - no poll(): stderr on a thread of its own
+            self._threads.append(threading.Thread(
+                target=self._drain_stderr_blocking,
+                name=f"mcpsync-stdio-stderr[{self.name}]", daemon=True,
+            ))  # fmt: skip
+        for thread in self._threads:
+            thread.start()
+
+    def stop(self) -> None:
+        """The transport closes: read nothing more (the stop pipe wakes every poll)."""
+        self._shut = True
+
+    def join(self, timeout: float) -> bool:
+        """Wait (at most ``timeout`` s each) for the threads, then for the reader role (a
+        caller may hold it between its poll and its read); True when no thread reads any
+        more: the role is then held until ``forget``. Called from a thread that reads (a
+        callback closed the transport), that thread is not waited for: it looks at ``stop``
+        before it touches a descriptor again."""
+        me = threading.current_thread()
+        for thread in self._threads:
+            if thread is me:
+                continue
+            thread.join(timeout=timeout)
+            if thread.is_alive():
+                return False
+        if self._role_owner == get_ident() and self._role.locked():
+            return True  # this thread holds it (close() from a callback run while reading)
+        if not self._role.acquire(timeout=timeout):
+            return False
+        self._role_owner = -1  # held for forget(); released there
+        return True
+
+    def forget(self) -> None:
+        """After a successful ``join``: give the server's pipes up (the transport closes them
+        next) and close what this reader made."""
+        for fd in (self._wake_r, self._wake_w):
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self._wake_r = self._wake_w = -1
+        self._slots.close()  # the free ones; parkers still leaving close theirs
+        if self._err_lock.acquire(timeout=1.0):  # no read of it under way
+            self._err_fd = -1
+            self._err_lock.release()
+        self._fd = self._stop_r = -1
+        if self._role_owner == -1:
+            self._role_owner = 0
+            self._role.release()
+
+    def abandon(self) -> None:
+        """In a child of ``os.fork()``: close this process's copies of what the reader made.
+        The locks are replaced, not taken (their holders did not survive the fork)."""
+        self._shut = True
+        self._role, self._role_cv = threading.Lock(), threading.Condition()
+        self._err_lock = threading.Lock()
+        for fd in (self._wake_r, self._wake_w):
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self._wake_r = self._wake_w = -1
+        self._slots.abandon()  # (no parker survived the fork)
+        self._fd = self._err_fd = self._stop_r = -1
+        self._caller_poll = None
 
     def _pipe_reader(self) -> None:
         """The one thread of a session (with ``poll``): stderr always, stdout while no
@@ -83,14 +190,14 @@ class PipeReader:
                 poller.register(self._err_fd, select.POLLIN)
         both.register(self._fd, select.POLLIN)
         out_open = True
-        while not self._closing.is_set():
-            if self._eof and out_open:
+        while not self._shut:
+            if self.eof and out_open:
                 both.unregister(self._fd)  # stdout is done: stderr may still talk
                 out_open = False
             if not out_open and self._err_fd < 0:
                 return  # both pipes at EOF
             # Callers are reading, or just sent and are about to: leave stdout to them.
-            busy = self._waiting or time.monotonic() - self._last_send < _CALLER_GRACE
+            busy = self._waiting or time.monotonic() - self.last_send < _CALLER_GRACE
             if busy or not out_open:
                 events = errs.poll(_CALLER_GRACE * 1000 if out_open else None)
             else:
@@ -98,18 +205,18 @@ class PipeReader:
             read_out = False
             for fd, _ in events:
                 if fd == self._err_fd:
-                    if not self._read_stderr():
+                    if not self.read_stderr():
                         both.unregister(fd)
                         errs.unregister(fd)
                 elif fd == self._fd:
                     read_out = True
-            if read_out and not self._closing.is_set():
+            if read_out and not self._shut:
                 # A caller may hold the role between its poll and its read: wait it out.
                 if not self._role.acquire(timeout=_CALLER_GRACE):
                     continue
                 self._role_owner = get_ident()
                 try:
-                    if not self._eof and not self._closing.is_set():
+                    if not self.eof and not self._shut:
                         self._read_once()
                 finally:
                     self._release_role()
@@ -117,24 +224,41 @@ class PipeReader:
 
     def _background_reader(self) -> None:
         """Without ``poll``: blocking reads of stdout (stderr has its own thread)."""
-        while not self._eof and not self._closing.is_set():
+        while not self.eof and not self._shut:
             if not self._role.acquire(blocking=False):
                 with self._role_cv:
                     self._role_cv.wait(_CALLER_GRACE)
                 continue
             self._role_owner = get_ident()
             try:
-                if not self._eof and not self._closing.is_set():
+                if not self.eof and not self._shut:
                     self._read_once()
             finally:
                 self._release_role()
 
-    # -- stderr ----------------------------------------------------------------------------
+    def _drain_stderr_blocking(self) -> None:  # pragma: no cover - platforms without poll()
+        leftover = _STDERR_LEFTOVER
+        while self._err_fd >= 0:
+            try:
+                chunk = os.read(self._err_fd, 65536)
+            except OSError:
+                chunk = b""
+            if not chunk:
+                break
+            if self._shut:
+                leftover -= len(chunk)
+                if leftover < 0:
+                    return
+            self._on_stderr(chunk)
+        self._on_stderr_end()
 
-    def _read_stderr(self, limit: int = 65536) -> bool:
-        """Read what stderr holds (non-blocking) into the tail and the log; False at EOF.
+    # -- stderr, from any thread -----------------------------------------------------------
 
-        Any thread may call it (the reader thread, or a caller building an exit error)."""
+    def read_stderr(self, limit: int = 65536) -> bool:
+        """Read what stderr holds now (non-blocking) and hand it on; False at its EOF.
+        Any thread may call it (the reader thread, or a caller building an error)."""
+        if not POLL:  # pragma: no cover - its own thread reads it (blocking)
+            return self._err_fd >= 0
         with self._err_lock:
             return self._read_stderr_locked(limit)
 
@@ -149,32 +273,20 @@ class PipeReader:
         except OSError:
             chunk = b""
         if not chunk:
-            self._err_fd = -1  # the pipe itself is closed with the others, by close()
-            if self._err_pending:
-                self._stderr_tail.append(excerpt(self._err_pending, 500))
-                self._err_pending = b""
+            self._err_fd = -1  # the pipe itself is closed with the others, by the transport
+            self._on_stderr_end()
             return False
-        self._stderr_lines(chunk)
+        self._on_stderr(chunk)
         return True
 
-    def _stderr_lines(self, chunk: bytes) -> None:
-        pending = self._err_pending + chunk
-        *lines, pending = pending.split(b"\n")
-        if len(pending) > 65536:  # a huge line without newline: keep only its start
-            lines.append(pending[:4096])
-            pending = b""
-        self._err_pending = pending
-        logger, tail = self._server_log, self._stderr_tail
-        for raw in lines:
-            text = raw.decode("utf-8", "replace").rstrip("\r")
-            tail.append(excerpt(text, 500))
-            if logger.isEnabledFor(logging.INFO):
-                logger.info("%s", text)
-
-    def _stderr_until_eof(self, seconds: float) -> None:
+    def stderr_until_eof(self, seconds: float) -> None:
         """Read stderr to its EOF, for at most ``seconds`` (the server exited: its last
         words are on their way). Without ``poll`` the drain thread is joined instead."""
         deadline = time.monotonic() + seconds
+        if not POLL:  # pragma: no cover - the drain thread has them: wait for it
+            for thread in self._threads[1:]:
+                thread.join(timeout=seconds)
+            return
         if not self._err_lock.acquire(timeout=seconds):
             return
         try:  # under the lock: close() cannot close the descriptor polled here
@@ -197,7 +309,7 @@ class PipeReader:
         while left > 0 and self._err_fd >= 0:
             poller = select.poll()
             poller.register(self._err_fd, select.POLLIN)
-            if not poller.poll(0) or not self._read_stderr():
+            if not poller.poll(0) or not self.read_stderr():
                 return
             left -= 65536
 
@@ -214,11 +326,11 @@ class PipeReader:
             if not guard.installed:
                 guard.install()
             guard.depth += 1
-            guard.current = self  # type: ignore[assignment]  # (a stdio transport)
+            guard.current = self
         waiting, parked, role = self._waiting, self._parked, self._role
         waiting.append(None)  # list.append/pop are atomic: no lock on the hot path
         try:
-            while not future.done() and not self._eof and not guard.pending:
+            while not future.done() and not self.eof and not guard.pending:
                 if role.acquire(False):
                     self._role_owner = get_ident()
                     try:
@@ -228,7 +340,7 @@ class PipeReader:
                         self._role_owner = 0
                         role.release()
                         if parked:
-                            self._wake_parked(hand_over=True)
+                            self.wake_parked(hand_over=True)
                     return
                 # Another thread reads; it wakes us when our reply came or it is done.
                 remaining = deadline - time.monotonic()
@@ -259,7 +371,7 @@ class PipeReader:
         self._role_owner = 0
         self._role.release()
         if self._parked:
-            self._wake_parked(hand_over=True)
+            self.wake_parked(hand_over=True)
 
     def _read_until(self, future: Any, deadline: float) -> None:
         """The reader role's loop in a waiting caller: poll, read, deliver."""
@@ -278,13 +390,13 @@ class PipeReader:
                         return  # closing
                     self._drain_wakeups()
                     if self._parked:  # their replies may have been resolved elsewhere
-                        self._wake_parked()
+                        self.wake_parked()
                     continue
                 self._read_once()
-            if future.done() or self._eof or _GUARD.pending or self._shut:
+            if future.done() or self.eof or _GUARD.pending or self._shut:
                 return
 
-    def _wake_parked(self, hand_over: bool = False, everyone: bool = False) -> None:
+    def wake_parked(self, hand_over: bool = False, everyone: bool = False) -> None:
         """Wake parked callers whose reply came; with ``hand_over`` also one to take the role.
 
         A caller woken leaves the table here (``dict.pop`` is atomic: one waker wakes it, once),
@@ -335,23 +447,14 @@ class PipeReader:
         if not chunk:
             self._on_eof()
             return
-        if chunk[-1] == 10 and not self._parts and not self._discarding:
-            # whole lines only (_deliver_line holds each to the size cap, as _feed does)
-            if chunk.find(b"\n") == len(chunk) - 1:
-                self._deliver_line(chunk)  # exactly one: the sequential case
-            else:
-                deliver = self._deliver_line  # several: many threads' replies at once
-                for line in chunk.split(b"\n")[:-1]:
-                    deliver(line)
-        else:
-            self._feed(chunk)
+        self.framer.chunk(chunk)
         if self._parked:
-            self._wake_parked()
+            self.wake_parked()
 
     def _on_eof(self) -> None:
-        self._eof = True
-        self._wake_parked(everyone=True)
+        self.eof = True
+        self.wake_parked(everyone=True)
         with self._role_cv:
             self._role_cv.notify_all()
-        if not self._closing.is_set():
-            self._report_close(self._exit_error("server closed its stdout"))
+        if not self._shut:
+            self._on_eof_callback()

@@ -135,7 +135,7 @@ def respawn(used: Transport) -> Factory | None:
     def fresh() -> Transport:
         copy = StdioTransport(
             used.argv, cwd=used.cwd, name=used.name, max_message_bytes=used.max_message_bytes,
-            stderr_tail_lines=used._stderr_tail.maxlen or 40,
+            stderr_tail_lines=used.stderr_tail_lines,
             shutdown_timeout=used.shutdown_timeout, write_timeout=used.write_timeout,
         )  # fmt: skip
         copy.env = dict(used.env)  # exactly what the first process got

@@ -14,12 +14,15 @@ from __future__ import annotations
 import signal
 import threading
 from _thread import get_ident
-from typing import Any
+from typing import Any, Protocol
 
 from .._lifecycle import after_fork
-from .base import Transport
 
 __all__ = ["_GUARD", "_MAIN_IDENT"]
+
+
+class _Wakeable(Protocol):
+    def wakeup(self) -> None: ...
 
 
 class _SigintGuard:
@@ -28,7 +31,7 @@ class _SigintGuard:
     def __init__(self) -> None:
         self.depth = 0  # the main thread's nesting of guarded regions
         self.pending = False  # a SIGINT came inside a region
-        self.current: Transport | None = None  # the transport the main thread is in
+        self.current: _Wakeable | None = None  # the reader the main thread is in
         self.installed = False  # tried to install since the first transport opened
         self.open = 0  # stdio transports started and not yet closed
         self.lock = threading.Lock()  # guards `open`

@@ -1,9 +1,10 @@
 """stdio transport: spawn the server and speak newline-delimited JSON over its pipes.
 
-Owns: the child process (argv only, never a shell; environment; working directory;
-its own process group), writes, close, and the shutdown ladder; reading (the reader
-role, and the one thread that drains stderr and reads stdout while no caller does) is
-``reader.PipeReader``, framing ``ndjson.LineFramer``, the process half ``child``.
+Owns: the transport itself, its writes and its close, made of two members with a declared
+interface between them: ``child`` (``child.ChildProcess``: spawn, the stderr tail, the
+shutdown ladder) and ``reader`` (``reader.PipeReader``: the one reader thread, with the
+framing, ``ndjson.LineFramer``). They know nothing of the transport: what they need is given
+to their constructors (descriptors, callbacks).
 
 Environment: by default the child gets only a small allow-list of the parent's
 variables (``DEFAULT_INHERITED_ENV``, as the reference SDKs do, so secrets in the
@@ -15,17 +16,19 @@ stdout itself (it takes the "reader role", reads, and delivers every message it 
 its own and others'), so a sequential call costs one wake-up, as in a bare loop. A
 background reader thread holds the role only while no caller is waiting, so
 notifications and server requests are read when the client is idle. On platforms
-without ``select.poll`` the background thread does all the reading.
+without ``select.poll`` the background thread does all the reading. All of it is
+``reader.PipeReader``.
 
 Ctrl-C: a KeyboardInterrupt must never land inside the reading or writing of the pipes
 (a chunk read but not fed, a reply taken from the table but not settled, the reader role
-never released, half a message written). So while the main thread reads or writes (the
-only thread Python delivers SIGINT to), SIGINT is deferred: while stdio transports are open,
-mcpsync's SIGINT handler stands in for Python's default one (``signal.default_int_handler``,
-given back when the last transport closes) and behaves as it does, except inside those
-regions, where it only records the signal and wakes the poll; the region then ends at the
-next message boundary and raises the KeyboardInterrupt, which cancels the caller's own call
-and nothing else. A handler the application installed itself is left alone.
+never released, half a message written, the count of what a write put out lost). So while
+the main thread reads or writes (the only thread Python delivers SIGINT to), SIGINT is
+deferred: while stdio transports are open, mcpsync's SIGINT handler (``sigint.py``) stands
+in for Python's default one (``signal.default_int_handler``, given back when the last
+transport closes) and behaves as it does, except inside those regions, where it only
+records the signal and wakes the poll; the region then ends at the next message boundary
+and raises the KeyboardInterrupt, which cancels the caller's own call and nothing else. A
+handler the application installed itself is left alone.
 
 Writes combine: a sender queues its message; the thread that gets the write lock writes all
 that is queued, in order, in one ``write()``, and looks again after it let go of the lock (a
@@ -40,10 +43,10 @@ threads queued behind it, is written at once by a short-lived ``mcpsync-stdio-fi
 thread); the queued requests not begun fail at once with
 ``WriteTimeout`` (reported with their ``request_id``: the connection fails those calls).
 
-Descriptors: every thread that reads a descriptor polls it with a stop pipe beside it, so
+Descriptors: every thread that reads a descriptor polls it with a stop pipe beside them, so
 it ends when the transport closes, and a descriptor is closed only once no thread can read
-it any more (the threads joined, the reader role taken); a grandchild that keeps stderr
-open cannot keep a thread alive or make one read a reused descriptor number.
+it any more (the reader joined, the reader role taken); a grandchild that keeps stderr open cannot keep a thread alive or make one
+read a reused descriptor number.
 
 Shutdown, in the order the MCP specification gives for stdio: close the child's stdin,
 wait for it to exit, then SIGTERM, wait, then SIGKILL — sent to the child's whole
@@ -67,10 +70,9 @@ from .._lifecycle import forked
 from ..errors import ConfigError, ServerExited, TransportError, WriteTimeout
 from ..jsonrpc import encode
 from .base import Features, Message, OnClose, OnError, OnMessage, Transport
-from .child import DEFAULT_INHERITED_ENV, ChildProcess, default_environment, spawn
-from .ndjson import _NOISE_LINES, LineFramer, MessageTooLarge
-from .park import Slots
-from .reader import PipeReader
+from .child import DEFAULT_INHERITED_ENV, ChildProcess, default_environment
+from .ndjson import LineFramer, MessageTooLarge
+from .reader import POLL, PipeReader
 from .sigint import _GUARD, _MAIN_IDENT
 
 __all__ = ["StdioTransport", "MessageTooLarge", "DEFAULT_INHERITED_ENV", "default_environment"]
@@ -86,15 +88,13 @@ _FINISH: _Out = (b"", None)
 _COMBINE_BYTES = 16 * 1024
 
 
-class StdioTransport(ChildProcess, PipeReader, LineFramer, Transport):
+class StdioTransport(Transport):
     """Runs an MCP server as a child process; one JSON message per line."""
 
     kind = "stdio"
     #: an old server may never answer a probe (it reads on), or die on it (start it again);
     #: replies are read in the calling thread where poll() exists
-    features = Features(
-        bounded_probe=True, restart_on_probe_death=True, caller_reads=hasattr(select, "poll")
-    )
+    features = Features(bounded_probe=True, restart_on_probe_death=True, caller_reads=POLL)
 
     def __init__(
         self,
@@ -113,54 +113,68 @@ class StdioTransport(ChildProcess, PipeReader, LineFramer, Transport):
             raise ConfigError(
                 "stdio server command must be a non-empty list of arguments, not a shell string"
             )
-        self.argv = [os.fspath(a) for a in argv]
-        self.name = name or os.path.basename(self.argv[0])
-        self.cwd = os.fspath(cwd) if cwd is not None else None
+        argv = [os.fspath(a) for a in argv]
+        self.name = name or os.path.basename(argv[0])
         base = dict(os.environ) if inherit_env else default_environment()
-        self.env = {**base, **(dict(env) if env else {})}
+        self.child = ChildProcess(
+            argv, env={**base, **(dict(env) if env else {})},
+            cwd=os.fspath(cwd) if cwd is not None else None, name=self.name,
+            close_stdin=self._close_stdin, shutdown_timeout=shutdown_timeout,
+            stderr_tail_lines=stderr_tail_lines,
+        )  # fmt: skip
         self.max_message_bytes = max_message_bytes
-        self.shutdown_timeout = shutdown_timeout
         #: bound of a write that has no timeout of its own (notifications, replies)
         self.write_timeout = write_timeout
-        self.process: subprocess.Popen[bytes] | None = None
+        #: the reader (thread, framing), made by ``start``
+        self.reader: PipeReader | None = None
+        self.framer = LineFramer(self.name, max_message_bytes, self._deliver, self._report)
         #: the fresh copy made to start this server again (``select.respawn``), if any: a
         #: Host closing a bring-up under way closes it too
         self.successor: StdioTransport | None = None
-        self._stderr_tail: collections.deque[str] = collections.deque(maxlen=stderr_tail_lines)
-        self._noise: collections.deque[str] = collections.deque(maxlen=_NOISE_LINES)
-        self._server_log = logging.getLogger(f"mcpsync.server.{self.name}")
         self._write_lock = threading.Lock()
         self._stdin: IO[bytes] | None = None
         self._stdin_fd = -1
         self._owed = b""  # the rest of a message a timed-out write left half-written
         self._finishers: list[threading.Thread] = []  # writing what a Ctrl-C left (see there)
         self._out: collections.deque[_Out] = collections.deque()  # queued for the writer
-        self._reader: threading.Thread | None = None
-        self._stderr_reader: threading.Thread | None = None  # only where poll() is missing
-        self._err_fd = -1  # stderr, read by the reader thread (or a caller) while open
-        self._err_lock = threading.Lock()
-        self._err_pending = b""  # the start of a stderr line not ended yet
         self._closing = threading.Event()
         self._shut = False  # = _closing.is_set(), read on the hot path without a call
-        # the reader role and the line buffer it guards
-        self._role = threading.Lock()
-        self._role_cv = threading.Condition()
-        self._role_owner = 0  # the thread ident holding the role (0: none)
-        self._parked: dict[int, tuple[Any, int]] = {}  # callers waiting: (future, slot fd)
-        self._slots = Slots()  # what they wait on (park.py)
-        self._waiting: list[None] = []  # one entry per caller inside wait_for
-        self._last_send = 0.0
-        self._eof = False
-        self._parts: list[bytes] = []
-        self._part_bytes = 0
-        self._discarding = False
-        self._discard_head = b""  # the first bytes of the line being discarded
-        self._discard_tail = b""  # the last bytes of the line being discarded
-        self._discard_unreported = False
-        self._fd = -1
-        self._caller_poll: Any = None
-        self._wake_r = self._wake_w = -1
         self._stop_r = self._stop_w = -1  # readable once closing: ends every poll at once
+        self._opened = False  # counted in the SIGINT guard's open transports
+
+    # -- what the child holds (kept as the transport's attributes) -----------------------
+
+    @property
+    def argv(self) -> list[str]:
+        return self.child.argv
+
+    @property
+    def env(self) -> dict[str, str]:
+        return self.child.env
+
+    @env.setter
+    def env(self, value: dict[str, str]) -> None:
+        self.child.env = value
+
+    @property
+    def cwd(self) -> str | None:
+        return self.child.cwd
+
+    @property
+    def process(self) -> subprocess.Popen[bytes] | None:
+        return self.child.process
+
+    @process.setter
+    def process(self, value: subprocess.Popen[bytes] | None) -> None:
+        self.child.process = value
+
+    @property
+    def shutdown_timeout(self) -> float:
+        return self.child.shutdown_timeout
+
+    @property
+    def stderr_tail_lines(self) -> int:
+        return self.child.tail.maxlen or 0
 
     # -- Transport -------------------------------------------------------------------
 
@@ -174,49 +188,52 @@ class StdioTransport(ChildProcess, PipeReader, LineFramer, Transport):
             raise TransportError(f"stdio transport to {self.name!r} was already started or closed")
         try:
             # its own process group, a parent-death signal, a Windows job (transports/spawn.py)
-            self.process = spawn(self.argv, env=self.env, cwd=self.cwd)
+            process = self.child.start()
         except (OSError, ValueError) as exc:
             raise TransportError(f"cannot start server {self.argv[0]!r}: {exc}") from exc
         if self._closing.is_set():  # close() ran while it spawned and saw no process
             self.kill()
-            for pipe in (self.process.stdin, self.process.stdout, self.process.stderr):
+            for pipe in (process.stdin, process.stdout, process.stderr):
                 if pipe is not None:
                     pipe.close()
             raise TransportError(f"stdio transport to {self.name!r} was closed while starting")
         _GUARD.opened()
-        self._stdin = self.process.stdin
-        assert self._stdin is not None
-        self._stdin_fd = self._stdin.fileno()
+        self._opened = True
+        assert process.stdin is not None and process.stdout is not None
+        assert process.stderr is not None
+        self._stdin = process.stdin
+        self._stdin_fd = process.stdin.fileno()
         self._bind(on_message, on_close, on_error)
-        assert self.process.stdout is not None and self.process.stderr is not None
-        self._fd = self.process.stdout.fileno()
-        if self.features.caller_reads:
-            # Reads only after poll() said so, writes wait in poll(): nothing blocks unbounded.
-            os.set_blocking(self._fd, False)
+        out_fd, err_fd = process.stdout.fileno(), process.stderr.fileno()
+        if POLL:  # writes wait in poll() (and the reader reads after poll() said so)
             os.set_blocking(self._stdin_fd, False)
-            self._caller_poll = select.poll()
-            self._caller_poll.register(self._fd, select.POLLIN)
-            # A reading caller sleeps in poll(); wakeup() writes here to make it look again.
-            self._wake_r, self._wake_w = os.pipe()
             self._stop_r, self._stop_w = os.pipe()
-            for fd in (self._wake_r, self._wake_w, self._stop_r, self._stop_w):
+            for fd in (self._stop_r, self._stop_w):
                 os.set_blocking(fd, False)
-            self._caller_poll.register(self._wake_r, select.POLLIN)
-            self._caller_poll.register(self._stop_r, select.POLLIN)
-            self._err_fd = self.process.stderr.fileno()
-            os.set_blocking(self._err_fd, False)
-            reader = self._pipe_reader  # one thread: stderr, and stdout while no caller reads
-        else:  # pragma: no cover - no poll(): blocking reads, stderr on a thread of its own
-            reader = self._background_reader
-            self._stderr_reader = threading.Thread(
-                target=self._drain_stderr, name=f"mcpsync-stdio-stderr[{self.name}]", daemon=True
-            )
-            self._stderr_reader.start()
-        # daemon: a session the caller forgot to close must not hang interpreter exit
-        self._reader = threading.Thread(
-            target=reader, name=f"mcpsync-stdio-reader[{self.name}]", daemon=True
-        )
-        self._reader.start()
+        self.reader = PipeReader(
+            self.name, stdout_fd=out_fd, stderr_fd=err_fd, stop_fd=self._stop_r,
+            framer=self.framer, on_stderr=self.child.stderr_chunk,
+            on_stderr_end=self.child.stderr_ended, on_eof=self._on_eof,
+        )  # fmt: skip
+        self.reader.start()
+
+    def wait_for(self, future: Any, deadline: float) -> None:
+        """Read stdout in the calling thread until ``future`` is done or ``deadline`` passes
+        (``reader.PipeReader.wait_for``)."""
+        reader = self.reader
+        if reader is not None:
+            reader.wait_for(future, deadline)
+
+    def wakeup(self) -> None:
+        """Make a caller that reads stdout look at its future again (resolved elsewhere)."""
+        reader = self.reader
+        if reader is not None:
+            reader.wakeup()
+
+    def _on_eof(self) -> None:
+        """The reader saw stdout's EOF: the session ends (unless it is closing anyway)."""
+        if not self._closing.is_set():
+            self._report_close(self._exit_error("server closed its stdout"))
 
     def send(
         self,
@@ -230,12 +247,11 @@ class StdioTransport(ChildProcess, PipeReader, LineFramer, Transport):
             self._check_owner()  # ForkedError in a forked child
             raise TransportError(f"stdio transport to {self.name!r} is closed")
         main = get_ident() == _MAIN_IDENT
-        if main:  # a Ctrl-C waits for the message boundary (see the module docstring)
+        if main:  # a Ctrl-C waits for the write to end (see the module docstring)
             guard = _GUARD
             if not guard.installed:
                 guard.install()
             guard.depth += 1
-            guard.current = self  # (left set after: a stale one only gets a spare wake-up)
         # Writes combine (see the module docstring): the message is queued, and the thread
         # holding the write lock writes everything queued, in order, in one write.
         mine = (data, message.get("id") if "method" in message else None)
@@ -257,15 +273,12 @@ class StdioTransport(ChildProcess, PipeReader, LineFramer, Transport):
                 self._write_out(mine, bound, main)
         finally:
             if main:
-                guard.depth -= 1
-                if guard.pending and guard.depth <= 0:
-                    guard.pending = False
-                    raise KeyboardInterrupt  # deferred from inside the write
+                guard.leave()  # raises the KeyboardInterrupt deferred from inside the write
 
     def _write_out(self, mine: _Out, bound: float, main: bool) -> None:
         """Write what is queued (the write lock is held; released here). What others queue
         meanwhile is this thread's to write too: they found the lock taken and left."""
-        lock, queue = self._write_lock, self._out
+        lock, queue, reader = self._write_lock, self._out, self.reader
         first = True  # until this thread's own message went out: its errors are this call's
         while True:
             dead: ServerExited | None = None
@@ -274,7 +287,8 @@ class StdioTransport(ChildProcess, PipeReader, LineFramer, Transport):
                     if not first:
                         return  # closing: what is still queued fails with the session
                     raise TransportError(f"stdio transport to {self.name!r} is closed")
-                self._last_send = time.monotonic()  # the caller will read the reply itself
+                if reader is not None:
+                    reader.last_send = time.monotonic()  # the caller will read the reply itself
                 stalled = self._flush_out(mine, bound, main)
             except (BrokenPipeError, ValueError, OSError) as exc:
                 if isinstance(exc, TransportError):  # closing (the stop pipe), or ours timed out
@@ -359,8 +373,9 @@ class StdioTransport(ChildProcess, PipeReader, LineFramer, Transport):
                 dropped += 1
         if dropped:
             log.warning("mcpsync: %s: %d message(s) not written (%s)", self.name, dropped, error)
-        self.wakeup()  # the callers of those requests may be reading or parked
-        self._wake_parked()
+        if self.reader is not None:  # the callers of those requests may be reading or parked
+            self.reader.wakeup()
+            self.reader.wake_parked()
         if cut is mine or any(item is mine for item in untouched):
             raise WriteTimeout(error)
 
@@ -417,109 +432,142 @@ class StdioTransport(ChildProcess, PipeReader, LineFramer, Transport):
                 continue
         return bytes(view)
 
+    def _close_stdin(self, timeout: float | None) -> bool:
+        """Close our end of the server's stdin once no write uses it (``child.CloseStdin``):
+        wait at most ``timeout`` s for a write under way (None: not at all); from then on
+        every write fails as closed."""
+        stdin = self._stdin if self._stdin is not None else getattr(self.process, "stdin", None)
+        if stdin is None or stdin.closed:
+            return True
+        lock = self._write_lock
+        if not (lock.acquire(False) if timeout is None else lock.acquire(timeout=timeout)):
+            return False  # a writer is stuck past its bound: the signals end the server instead
+        try:
+            self._shut = True  # writers see it under the lock: no write to a closed fd
+            stdin.close()
+        except OSError:
+            pass
+        finally:
+            lock.release()
+        return True
+
     def close(self) -> None:
-        if forked(self):  # in a child of os.fork(): release its copies only (child.py)
+        if forked(self):  # in a child of os.fork(): release its copies only
             self.abandon()
             return
         main = get_ident() == _MAIN_IDENT
         if main:  # a Ctrl-C during close() waits until it is done (bounded)
             _GUARD.depth += 1
-            _GUARD.current = self
         try:
             if self._closing.is_set():
-                self._join_threads()
+                self._join_and_close_pipes()
                 return
             self._shut = True
             self._closing.set()
+            if self.reader is not None:
+                self.reader.stop()
             if self._stop_w >= 0:
                 try:
                     os.write(self._stop_w, b"x")  # every poll on the stop pipe returns now
                 except OSError:
                     pass
-            proc = self.process
-            if proc is not None:
+            if self.process is not None:
                 try:
-                    self._shutdown(proc)
-                    self._join_threads()
+                    self.child.shutdown()
+                    self._join_and_close_pipes()
                 finally:
-                    _GUARD.closed()
+                    if self._opened:
+                        self._opened = False
+                        _GUARD.closed()
             self._report_close(None)
         finally:
             if main:
                 _GUARD.leave()
+
+    def kill(self) -> None:
+        """Kill the server and its tree at once, without the ladder (a start the host
+        interrupted by closing); a no-op when it never started or already exited."""
+        self.child.kill()
+
+    def abandon(self) -> None:
+        """In a child of ``os.fork()``: close this process's copies of the pipes. The server,
+        its process group and the parent's reading are left alone: nothing is written, read
+        or signalled. The locks are replaced, not taken (their holders did not survive the
+        fork); the threads that served the parent do not exist here."""
+        self._shut = True
+        self._close_reported = True  # the parent's session hears about its own transport
+        closing = threading.Event()
+        closing.set()
+        self._closing = closing
+        self._write_lock = threading.Lock()
+        if self.reader is not None:
+            self.reader.abandon()  # (its threads are the parent's)
+        for fd in (self._stop_r, self._stop_w):
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self._stop_r = self._stop_w = -1
+        self._stdin, self._stdin_fd = None, -1
+        self.child.abandon()
+
+    def exit_soon(self, deadline: float) -> bool:
+        """Interpreter exit: the next step of the child's exit ladder (``ChildProcess``)."""
+        return self.child.exit_soon(deadline, self._closing.is_set())
 
     # -- internals -------------------------------------------------------------------
 
     def stderr_tail(self) -> str:
         """The server's last stderr lines (bounded), what its stderr holds now read first:
         a line written before a reply that was just read is in the tail."""
-        if self._err_fd >= 0 and not self._closing.is_set():
-            self._read_stderr()  # non-blocking, under the stderr lock
-        return "\n".join(self._stderr_tail)
+        reader = self.reader
+        if reader is not None and not self._closing.is_set():
+            reader.read_stderr()  # non-blocking, under the stderr lock
+        return "\n".join(self.child.tail)
 
     def stdout_noise(self) -> list[str]:
         """The last (up to 20) stdout lines that were not JSON-RPC, oldest first."""
-        return list(self._noise)
+        return list(self.framer.noise)
 
     def _exit_error(self, what: str) -> ServerExited:
-        proc = self.process
-        code = None
-        if proc is not None:
-            try:
-                code = proc.wait(timeout=1.0)
-            except subprocess.TimeoutExpired:
-                code = None
-        if self._stderr_reader is not None:
-            self._stderr_reader.join(timeout=0.5)
-        else:  # its last words are on their way (bounded)
-            self._stderr_until_eof(0.5)
+        code = self.child.exit_code(wait=1.0)
+        if self.reader is not None:  # its last words are on their way (bounded)
+            self.reader.stderr_until_eof(0.5)
         if code is not None:  # one wording for an exit, whichever pipe noticed it first
             what = "server closed its stdout"
         return ServerExited(
             f"server {self.name!r}: {what}", exit_code=code, stderr_tail=self.stderr_tail()
         )
 
-    def _join_threads(self) -> None:
+    def _join_and_close_pipes(self) -> None:
         """Join the threads, then close each descriptor no thread can read any more."""
-        proc = self.process
-        alive = []
-        for thread in (self._reader, self._stderr_reader, *self._finishers):
-            if thread is None or thread is threading.current_thread():
-                continue
-            thread.join(timeout=self.shutdown_timeout)
-            if thread.is_alive():
-                alive.append(thread)
-                log.warning("mcpsync: thread %s did not stop", thread.name)
-        if alive:  # leave their descriptors open rather than let a reused number be read
+        timeout = self.shutdown_timeout
+        alive = [t for t in self._finishers if t is not threading.current_thread()]
+        for thread in alive:
+            thread.join(timeout=timeout)
+        if any(t.is_alive() for t in alive):
+            log.warning("mcpsync: a writer of %s did not stop; its pipes stay open", self.name)
             return
-        # A caller may still hold the reader role (between poll and read): wait it out,
-        # unless it is this thread (close() from a callback run while reading).
-        mine = self._role_owner == get_ident() and self._role.locked()
-        role = mine or self._role.acquire(timeout=self.shutdown_timeout)
-        try:
-            if not role:
-                log.warning("mcpsync: a caller still reads %s; its pipes stay open", self.name)
-                return
-            for fd in (self._wake_r, self._wake_w, self._stop_r, self._stop_w):
-                if fd >= 0:
+        reader = self.reader
+        if reader is not None and not reader.join(timeout):  # (then the reader role is held)
+            log.warning("mcpsync: a reader of %s did not stop; its pipes stay open", self.name)
+            return  # leave their descriptors open rather than let a reused number be read
+        if reader is not None:
+            reader.forget()
+        for fd in (self._stop_r, self._stop_w):
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self._stop_r = self._stop_w = -1
+        proc = self.process
+        if proc is not None:
+            for pipe in (proc.stdout, proc.stderr):
+                if pipe is not None:
                     try:
-                        os.close(fd)
+                        pipe.close()
                     except OSError:
                         pass
-            self._wake_r = self._wake_w = self._stop_r = self._stop_w = -1
-            self._slots.close()  # the free ones; parkers still leaving close theirs
-            if self._err_lock.acquire(timeout=self.shutdown_timeout):  # no read of it under way
-                self._err_fd = -1
-                self._err_lock.release()
-            if proc is not None:
-                for pipe in (proc.stdout, proc.stderr):
-                    if pipe is not None:
-                        try:
-                            pipe.close()
-                        except OSError:
-                            pass
-            self._fd = -1
-            self._close_stdin(self.shutdown_timeout)
-        finally:
-            if role and not mine:
-                self._role.release()
+        self._close_stdin(timeout)
