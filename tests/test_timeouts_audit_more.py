@@ -6,7 +6,9 @@ Owns: tasks (``Session.task(timeout=)``, ``TaskFuture.wait_task_id(timeout=)``),
 (``AppBridge(call_timeout=)``, ``apps.call(timeout=)``, ``apps.read_app_resource(timeout=)``),
 2026-07-28-era futures over Streamable HTTP (``ModernFuture.result(timeout)``), the OAuth
 machine grants (``OAuth.client_credentials``, ``enterprise_managed``, ``workload_identity``:
-``timeout=``) and ``LegacySSETransport(sse_read_timeout=)``. Same rules as
+``timeout=``), ``LegacySSETransport(sse_read_timeout=)``, the headless authorization
+(``headless_redirect(timeout=)``, ``OAuth(redirect="headless", authorization_timeout=)``),
+``to_langchain(timeout=)`` and ``SmokeOptions(close_timeout=)``. Same rules as
 tests/test_timeouts_audit.py (whose ``timed``/``check_bound`` it uses): the typed error
 within the bound + 0.5 s, and not before the bound - 0.05 s where the bound is used up.
 
@@ -28,6 +30,7 @@ import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from servers.launch import SDK_READY, SERVERS_DIR, start_server
@@ -38,7 +41,7 @@ from test_timeouts_audit import EARLY, SLACK, check_bound, timed
 import mcpsync
 import mcpsync.apps as apps
 from mcpsync.apps import AppBridge, read_app_resource
-from mcpsync.errors import MCPSyncError, RequestTimeout
+from mcpsync.errors import AuthError, MCPSyncError, RequestTimeout
 from mcpsync.protocol import choose
 from mcpsync.transports.http.legacy_sse import LegacySSETransport
 
@@ -294,6 +297,9 @@ class _ASHandler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         path, base = self.path.split("?")[0], self.peer.base
         self.peer.requested.put(f"GET {path}")
+        self.peer.arrived.setdefault(path, time.monotonic())
+        if path == self.peer.stalled:  # the authorization endpoint (a headless redirect)
+            return self._stall_head()
         if path.startswith("/.well-known/oauth-protected-resource") or path == "/prm":
             body = {"resource": base + "/mcp", "authorization_servers": [base]}
         elif path.startswith("/.well-known/oauth-authorization-server"):
@@ -303,9 +309,11 @@ class _ASHandler(BaseHTTPRequestHandler):
                 "authorization_endpoint": base + "/authorize",
                 "response_types_supported": ["code"],
                 "grant_types_supported": [
+                    "authorization_code",
                     "client_credentials",
                     "urn:ietf:params:oauth:grant-type:jwt-bearer",
                 ],
+                "code_challenge_methods_supported": ["S256"],
                 "token_endpoint_auth_methods_supported": ["client_secret_basic", "none"],
             }
         else:
@@ -322,6 +330,24 @@ class _ASHandler(BaseHTTPRequestHandler):
         if path == self.peer.stalled:
             return self._stall()
         self._json(200, JAG if path == "/idp-token" else TOKEN)
+
+    def _stall_head(self) -> None:
+        """The redirect's head: none ("silent"), or one byte every 0.2 s ("trickle")."""
+        if self.peer.mode == "silent":
+            self.peer.stop.wait(HOLD)
+            self.close_connection = True
+            return
+        state = parse_qs(urlsplit(self.path).query).get("state", ["s"])[0]
+        location = f"http://127.0.0.1:8976/callback?code=c&state={state}"
+        head = f"HTTP/1.1 302 Found\r\nLocation: {location}\r\nContent-Length: 0\r\n\r\n"
+        give_up = time.monotonic() + HOLD
+        with contextlib.suppress(OSError):
+            for i in range(len(head)):
+                if self.peer.stop.wait(0.2) or time.monotonic() > give_up:
+                    break
+                self.wfile.write(head[i : i + 1].encode())
+                self.wfile.flush()
+        self.close_connection = True
 
     def _stall(self) -> None:
         if self.peer.mode == "silent":
@@ -347,12 +373,15 @@ class StallAS:
     """An MCP server at ``/mcp`` that answers 401 (resource metadata at ``/prm``), the
     authorization server's metadata, a token endpoint ``/token`` and an IdP token endpoint
     ``/idp-token``; the POST to ``stalled`` gets ``mode`` ("silent": no response;
-    "trickle": one byte every 0.2 s). ``requested``: "METHOD path" of each request."""
+    "trickle": one byte every 0.2 s); a GET of ``stalled`` (``/authorize``) gets no
+    response or its 302's head one byte every 0.2 s. ``requested``: "METHOD path" of each
+    request; ``arrived``: path -> when it first came (``time.monotonic()``)."""
 
     def __init__(self, stalled: str, mode: str) -> None:
         self.stalled, self.mode = stalled, mode
         self.stop = threading.Event()
         self.requested: queue.Queue[str] = queue.Queue()
+        self.arrived: dict[str, float] = {}
         handler = type("ASHandler", (_ASHandler,), {"peer": self})
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.server.daemon_threads = True
@@ -437,3 +466,108 @@ def test_close_ends_a_restart_backoff_at_once(no_leaks: None) -> None:
         elapsed, error = timed(session.close)
     assert error is None, error
     assert elapsed <= SLACK, f"close() during a 60 s backoff took {elapsed:.2f} s"
+
+
+# ============================================ headless authorization: headless_redirect(timeout=)
+
+HEADLESS = ["silent", "trickle"]  # no reply; the 302's head 1 byte / 0.2 s (60 s before)
+
+
+@pytest.mark.parametrize("mode", HEADLESS)
+def test_headless_redirect_timeout_bounds_the_authorization_request(
+    mode: str, no_leaks: None
+) -> None:
+    from mcpsync.auth import headless_redirect
+
+    with StallAS("/authorize", mode) as peer:
+        url = peer.base + "/authorize?response_type=code&state=s"
+        elapsed, error = timed(lambda: headless_redirect(url, timeout=1))
+        seen = peer.seen()
+    assert "GET /authorize" in seen, seen
+    check_bound(elapsed, error, 1, AuthError)
+    assert "timeout=1 s" in str(error), error
+
+
+@pytest.mark.parametrize("mode", HEADLESS)
+def test_oauth_headless_redirect_is_bounded_by_authorization_timeout(
+    mode: str, no_leaks: None
+) -> None:
+    # OAuth(redirect="headless"): the hops to the redirect URI within authorization_timeout
+    from mcpsync.auth import MemoryTokenStore, OAuth
+
+    with StallAS("/authorize", mode) as peer:
+        auth = OAuth(
+            redirect="headless", client_id="app", store=MemoryTokenStore(),
+            authorization_timeout=1, timeout=20,
+        )  # fmt: skip
+        _, error = timed(
+            lambda: mcpsync.Session.connect(
+                peer.base + "/mcp", auth=auth, transport="streamable-http", connect_timeout=20
+            )
+        )
+        ended = time.monotonic()
+        asked = peer.arrived.get("/authorize")
+    assert asked is not None, peer.seen()  # the flow reached the authorization endpoint
+    check_bound(ended - asked, error, 1, AuthError)
+
+
+# ================================================================= to_langchain(timeout=)
+
+
+@pytest.mark.parametrize("how", ["invoke", "ainvoke", "3 ainvoke at once"])
+def test_to_langchain_timeout_bounds_each_tool_call(how: str, more: mcpsync.Session) -> None:
+    # the model asked for a tool that never answers; the session's default is 5 s
+    pytest.importorskip("langchain_core")
+    import asyncio
+
+    from mcpsync.adapters import to_langchain
+
+    (tool,) = [t for t in to_langchain(more, timeout=1) if t.name == "hang"]
+    outputs: list[Any] = []
+
+    async def at_once(n: int) -> list[Any]:
+        return list(await asyncio.gather(*(tool.ainvoke({}) for _ in range(n))))
+
+    def run() -> None:
+        if how == "invoke":
+            outputs.append(tool.invoke({}))
+        elif how == "ainvoke":
+            outputs.append(asyncio.run(tool.ainvoke({})))
+        else:
+            outputs.extend(asyncio.run(at_once(3)))
+
+    elapsed, error = timed(run)
+    assert error is None, error  # handle_tool_error: the model reads the timeout
+    assert 1 - EARLY <= elapsed <= 1 + SLACK, f"to_langchain(timeout=1) took {elapsed:.2f} s"
+    assert len(outputs) == (3 if how.startswith("3") else 1), outputs
+    assert all("RequestTimeout" in str(o) and "1 s" in str(o) for o in outputs), outputs
+    usable(more)
+
+
+# =========================================================== SmokeOptions(close_timeout=)
+
+
+def test_smoke_close_timeout_bounds_closing_a_server_that_will_not_stop(no_leaks: None) -> None:
+    # the server is deaf to stdin EOF and SIGTERM: its own ladder (2 s + 2 s, then SIGKILL)
+    # is longer than the bound; run_entry's close returns at close_timeout, the ladder goes on
+    import psutil
+    from test_timeouts_audit import STALL, wait_gone
+
+    from mcpsync.config import load_config
+    from mcpsync.smoke import SmokeOptions, run_entry
+
+    config = load_config(
+        {"mcpServers": {"deaf": {"command": sys.executable, "args": [STALL, "--deaf"]}}}
+    )
+    me = psutil.Process()
+    before = {p.pid for p in me.children(recursive=True)}
+    started = time.monotonic()
+    result = run_entry(config.entries["deaf"], SmokeOptions(close_timeout=1))
+    elapsed = time.monotonic() - started
+    pids = {p.pid for p in me.children(recursive=True)} - before
+    assert result.state == "ready" and result.failure is None, result
+    assert result.seconds is not None
+    closing = elapsed - result.seconds  # what came after the bring-up: tools/list and close
+    assert 1 - EARLY <= closing <= 1 + SLACK, f"close_timeout=1: {closing:.2f} s after bring-up"
+    assert pids, "the deaf server was stopped within close_timeout (it cannot be)"
+    assert not wait_gone(pids, 10), "the deaf server outlived the background ladder"

@@ -18,8 +18,9 @@ How the deadline holds with ``requests``: each request is sent with connect and 
 of the time left; once the headers are in, the body is read one network read at a time
 (``read1``) with the socket's timeout set to the time left before each read, so a server
 that trickles its body (one byte every half second: each read returns, none times out) is cut
-at the deadline, not after the whole body. Only the status line and headers are bounded per
-read (the time left when the request was sent): ``requests`` hands out no socket before them.
+at the deadline, not after the whole body. The status line and headers are read within the
+deadline too: ``headbound.send_bounded`` cuts the connection when it passes (with requests'
+plain adapter; a caller's own adapter bounds them per read).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ import requests
 import urllib3.exceptions
 
 from ...errors import ConfigError, MCPSyncError
+from .headbound import send_bounded
 
 __all__ = [
     "MAX_BYTES",
@@ -203,16 +205,10 @@ def fetch(
             raise _timed_out(deadline, what, current, timeout_error)
         unreachable: requests.RequestException | None = None
         try:
-            response = http.request(
-                method,
-                current,
-                headers=sent,
-                json=json_body,
-                data=data,
-                timeout=(left, left),
-                stream=True,
-                allow_redirects=False,
-            )
+            reply = send_bounded(
+                http, method, current, by=deadline.at, headers=sent, json_body=json_body,
+                data=data, timeout=(left, left),
+            )  # fmt: skip
         except requests.RequestException as exc:  # it holds the request (a body, a secret):
             unreachable = exc  # kept out of the error's __context__, dropped below
         if unreachable is not None:
@@ -221,7 +217,7 @@ def fetch(
             if timed_out:
                 raise _timed_out(deadline, what, current, timeout_error)
             return Fetched(current, 0, problem=problem)
-        with response:
+        with reply as response:
             status = response.status_code
             location = response.headers.get("Location")
             if status in _REDIRECTS and location and max_redirects > 0:
