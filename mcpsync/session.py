@@ -78,6 +78,8 @@ if TYPE_CHECKING:
         Tool,
     )
 
+    from .skills import LoadedSkill, SkillEntry
+
 __all__ = ["Session", "Progress", "CLIENT_INFO"]
 
 log = logging.getLogger("mcpsync")
@@ -85,10 +87,27 @@ log = logging.getLogger("mcpsync")
 CLIENT_INFO = {"name": "mcpsync", "version": __version__}
 
 
-class Session(BringUp, Skills, Owned):
+class Session(BringUp, Owned):
     """A live MCP session. Create it with ``Session.connect(...)``; close it with ``close()``."""
 
-    def __init__(self, connection: Connection, *, name: str, strict: bool = True) -> None:
+    def __init__(
+        self,
+        connection: Connection,
+        *,
+        name: str,
+        strict: bool = True,
+        init_args: Mapping[str, Any] | None = None,
+        keep_alive: Any = None,
+        tool_filter: NameFilter | None = None,
+        caches: Caches | None = None,
+    ) -> None:
+        """A session over ``connection`` (not started yet); ``Session.connect`` builds one
+        and brings it up. ``init_args``: what each bring-up of the era is given (client
+        info, pinned version or era, the server's and credential's cache keys);
+        ``keep_alive``: the auth object given to connect(), held for the session's life
+        (its ``flow_seconds`` tells bring-up how long an OAuth dance took);
+        ``tool_filter``: include_tools / exclude_tools; ``caches``: era verdicts and cache
+        hints (None: the process-wide ones)."""
         self._conn = connection
         self.name = name
         self.strict = strict
@@ -101,20 +120,26 @@ class Session(BringUp, Skills, Owned):
         self.reinitializations = 0
         self._handshake: Agreement | None = None
         self._allowed: set[str] = set()  # methods whose capability the handshake showed
-        self._init_args: dict[str, Any] = {}
-        #: the auth object given to connect(): held for the session's life; its
-        #: ``flow_seconds`` tells bring-up how long an OAuth dance took
-        self._keep_alive: Any = None
+        self._init_args: dict[str, Any] = dict(init_args or {})
+        self._keep_alive = keep_alive
         self._client_capabilities: dict[str, Any] = {}
         self._roots: Any = None
         self._on_log: Callable[[Any], None] | None = None
         self._server_log = ServerLog(name)  # notifications/message -> logging
         self._tools = ToolIndex()  # the tools last listed: output schemas, the legacy list cache
         self._interest = Interest()  # what the callbacks want to hear about
-        self._caches: Caches = DEFAULT_CACHES  # era verdicts and cache hints
+        self._caches: Caches = caches or DEFAULT_CACHES  # era verdicts and cache hints
         self._notification_callbacks: list[Callable[[str, dict[str, Any]], None]] = []
-        self._tool_filter: NameFilter | None = None  # include_tools / exclude_tools
+        self._tool_filter = tool_filter  # include_tools / exclude_tools
         self._restart: Restarter | None = None  # the restart policy at work (_restart)
+        #: the skills extension (SEP-2640): its listing, checks and verified reads
+        self.skills = Skills(
+            name=name, call=self._call_raw, page=self._page, require=self._require,
+            capabilities=self._server_capabilities_raw, hints=self._caches.hints,
+            server_key=self._init_args.get("server_key"),
+            credential_key=self._init_args.get("credential_key"),
+            keep_alive=keep_alive, timeout=connection.default_timeout,
+        )  # fmt: skip
         own_session(self)  # this process's: after os.fork() the child's calls raise ForkedError
 
     # -- bring-up ----------------------------------------------------------------------
@@ -212,12 +237,9 @@ class Session(BringUp, Skills, Owned):
 
         def prepare(chosen: Transport) -> Session:
             conn = Connection(chosen, name=name, default_timeout=timeout)
-            session = cls(conn, name=name, strict=strict)
+            session = cls(conn, name=name, strict=strict, init_args=init_args, keep_alive=auth,
+                          tool_filter=tool_filter, caches=_caches)  # fmt: skip
             session._install_handlers(sampling_handler, elicitation_handler, roots, on_log)
-            session._init_args = init_args  # _initialize copies it
-            session._keep_alive = auth
-            session._tool_filter = tool_filter
-            session._caches = _caches or DEFAULT_CACHES
             session._client_capabilities.update(offered)
             return session
 
@@ -397,6 +419,20 @@ class Session(BringUp, Skills, Owned):
 
     def _wait(self, future: Future[Any]) -> Any:
         return self._era.wait(future)
+
+    def _call_raw(
+        self, method: str, params: dict[str, Any] | None, convert: Callable[[Any], Any]
+    ) -> Any:
+        """One request under the session's default options (the skills member's calls)."""
+        return self._call(method, params, convert)
+
+    def _page(self, method: str, params: dict[str, Any] | None, timeout: float | None) -> Any:
+        """One page of a paginated list, waited for (the skills member's listing)."""
+        return self._era.wait(self._era.page(method, params, timeout))
+
+    def _server_capabilities_raw(self) -> dict[str, Any]:
+        """The capabilities the server declared, as sent ({} before bring-up)."""
+        return self._handshake.capabilities if self._handshake else {}
 
     # -- ping --------------------------------------------------------------------------
 
@@ -693,6 +729,31 @@ class Session(BringUp, Skills, Owned):
         ``{"type": "ref/resource", "uri": ...}``.
         """
         return self._wait(self.submit_complete(ref, argument_name, value, context_arguments))
+
+    # -- skills (SEP-2640): one-liners over ``self.skills`` -------------------------------
+
+    @property
+    def skills_supported(self) -> bool:
+        """Whether the server declared the skills extension."""
+        return self.skills.supported
+
+    @property
+    def skill_problems(self) -> dict[str, str]:
+        """Entries of the last listing that were refused: SKILL.md URI -> the reason."""
+        return self.skills.problems
+
+    def list_skills(self, *, refresh: bool = False) -> list[SkillEntry]:
+        """Every skill the server lists (all pages), checked; nothing of any skill is read.
+        See ``mcpsync.skills.Skills.list``."""
+        return self.skills.list(refresh=refresh)
+
+    def get_skill(self, uri: str) -> SkillEntry:
+        """The server's current entry for the skill whose SKILL.md is ``uri`` (``skills/get``)."""
+        return self.skills.get(uri)
+
+    def load_skill(self, name_or_uri: str, *, allow_dynamic: bool = False) -> LoadedSkill:
+        """Load a skill by name or SKILL.md URI, verified (``mcpsync.skills.Skills.load``)."""
+        return self.skills.load(name_or_uri, allow_dynamic=allow_dynamic)
 
     # -- logging ---------------------------------------------------------------------
 

@@ -155,7 +155,7 @@ def connect(server: SkillServer, caches: Caches | None = None, **kwargs: Any) ->
         server.fake.transport, era=server.era, timeout=5, connect_timeout=5,
         _caches=caches or Caches(), **kwargs,
     )  # fmt: skip
-    session._skill_files = SkillFileCache()
+    session.skills.files = SkillFileCache()
     return session
 
 
@@ -357,7 +357,7 @@ def test_verified_files_are_reused_only_while_the_digest_matches(era):
     files = SkillFileCache()
     server = SkillServer(era)
     with connect(server) as s:
-        s._skill_files = files
+        s.skills.files = files
         s.load_skill("pdf-processing").read_text("references/FORMS.md")
         s.load_skill("pdf-processing").read_text("references/FORMS.md")
         assert server.reads() == [

@@ -1,9 +1,9 @@
 """Skills served over MCP (SEP-2640, extension ``io.modelcontextprotocol/skills``).
 
-Owns: the public names of the skills extension. ``Session`` gets ``list_skills``,
-``get_skill`` and ``load_skill`` from the ``Skills`` mixin (``mixin``); entries and
-errors are in ``entry``, the loaded skill in ``loaded``, the frontmatter parser in
-``frontmatter``, the verified-file cache in ``cache``. See README.md.
+Owns: the public names of the skills extension. A ``Session`` holds a ``Skills``
+(``client``) as ``session.skills``; its ``list_skills``, ``get_skill`` and ``load_skill``
+delegate to it. Entries and errors are in ``entry``, the loaded skill in ``loaded``, the
+frontmatter parser in ``frontmatter``, the verified-file cache in ``cache``. See README.md.
 
     with mcpsync.Session.connect(url) as s:
         for entry in s.list_skills():          # reads no skill file
@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .. import _lazy
-from .mixin import Skills
+from .client import Skills
 
 if TYPE_CHECKING:
     from .cache import SKILL_FILES, SkillFileCache
@@ -52,7 +52,7 @@ __all__ = [
     "Skills",
 ]
 
-#: the names loaded on first use (PEP 562) -> their submodule: a Session needs only the mixin
+#: the names loaded on first use (PEP 562) -> their submodule: a Session needs only ``client``
 _WHERE = {
     "SKILL_FILES": ".cache",
     "SkillFileCache": ".cache",

@@ -76,5 +76,5 @@ class SkillFileCache:
             self._bytes = 0
 
 
-#: The process-wide store every Session uses unless given its own (``session._skill_files``).
+#: The process-wide store every Session uses unless given its own (``session.skills.files``).
 SKILL_FILES = SkillFileCache()

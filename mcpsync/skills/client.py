@@ -1,31 +1,33 @@
-"""The Session's skills half (SEP-2640, extension ``io.modelcontextprotocol/skills``).
+"""One session's side of the skills extension (SEP-2640, ``io.modelcontextprotocol/skills``).
 
-Owns: ``Skills``, a mixin over the Session's declared state (``_era``, ``_handshake``,
-``_init_args``, ``_caches``, ``_require``, ``name``) with ``skills_supported``,
-``list_skills``, ``get_skill`` and ``load_skill``. ``skills/list`` pages go through the
-era's ``page`` (both eras); ``skills/get`` and ``resources/read`` through ``_call``.
-The listing is cached per server in the Session's hint cache as its ``ttlMs`` /
-``cacheScope`` allow; verified files in a ``SkillFileCache``. Nothing of a skill is
-read before ``load_skill``; a supporting file only when it is read.
+Owns: ``Skills``, the member a ``Session`` holds as ``session.skills``, with
+``supported``, ``problems``, ``list``, ``get`` and ``load`` (the Session's
+``skills_supported``, ``skill_problems``, ``list_skills``, ``get_skill`` and ``load_skill``
+are one-line delegates to them). It is given what it uses at construction: the session's
+name, its request functions (``call``: one request through the era, capability checked;
+``page``: one ``skills/list`` page; ``require``: the capability check), the server's
+capabilities as agreed (a function: they change when the session is initialized again),
+the hint cache and the keys the listing is cached under. The listing is cached per server
+in that hint cache as its ``ttlMs`` / ``cacheScope`` allow; verified files in a
+``SkillFileCache``. Nothing of a skill is read before ``load``; a supporting file only
+when it is read.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import builtins
 import logging
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ProtocolError, RequestTimeout, ServerError
 
 if TYPE_CHECKING:
-    from ..connection import Default
-    from ..protocol import Agreement, Era
-    from ..protocol.choose import Caches
+    from ..protocol.modern.cache import HintCache
     from .cache import SkillFileCache
     from .entry import SkillEntry, SkillFile
     from .loaded import LoadedSkill
@@ -42,70 +44,57 @@ _MAX_PAGES = 1000
 _INVALID_PARAMS = -32602
 
 
-class _State:
-    """What one session holds of its server's skills."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.entries: list[SkillEntry] | None = None  # the last listing, valid entries
-        self.problems: dict[str, str] = {}  # uri -> why its entry was refused
-
-
 class Skills:
-    """The skills half of ``Session``: the state it declares is the Session's own."""
+    """What one session holds of its server's skills, and the calls that read them."""
 
-    name: str
-    _era: Era
-    _handshake: Agreement | None
-    _init_args: dict[str, Any]
-    _caches: Caches
-    _keep_alive: Any
-    _conn: Any  # the Session's Connection (its default_timeout bounds a whole listing)
-    #: verified skill files (tests give a session its own; None: the process-wide ``SKILL_FILES``)
-    _skill_files: SkillFileCache | None = None
-
-    if TYPE_CHECKING:
-
-        def _require(self, method: str) -> None: ...
-        def _call(
-            self,
-            method: str,
-            params: dict[str, Any] | None,
-            convert: Callable[[Any], Any],
-            *,
-            timeout: float | None | Default = ...,
-        ) -> Any: ...
-
-    # -- state -------------------------------------------------------------------------
-
-    @property
-    def _skills(self) -> _State:
-        state = self.__dict__.get("_skills_state")
-        if state is None:
-            state = self.__dict__.setdefault("_skills_state", _State())
-        return state
-
-    def _skill_keys(self) -> tuple[str | None, str | None]:
-        return self._init_args.get("server_key"), self._init_args.get("credential_key")
+    def __init__(
+        self,
+        *,
+        name: str,
+        call: Callable[[str, dict[str, Any] | None, Callable[[Any], Any]], Any],
+        page: Callable[[str, dict[str, Any] | None, float | None], Any],
+        require: Callable[[str], None],
+        capabilities: Callable[[], Any],
+        hints: HintCache,
+        server_key: str | None,
+        credential_key: str | None,
+        keep_alive: Any,
+        timeout: float | None,
+        files: SkillFileCache | None = None,
+    ) -> None:
+        self.name = name
+        self._call = call
+        self._page = page  # one page, blocking: (method, params, timeout) -> result
+        self._require = require
+        self._capabilities = capabilities
+        self._hints = hints
+        self._server, self._credential = server_key, credential_key
+        self._keep_alive = keep_alive  # held by cache entries it keys (auth objects)
+        self._timeout = timeout  # bounds a whole listing, all pages together
+        #: verified skill files (tests give a session its own; None: the process-wide ``SKILL_FILES``)
+        self.files = files
+        self._lock = threading.Lock()
+        self._entries: builtins.list[SkillEntry] | None = None  # the last listing, valid entries
+        self._problems: dict[str, str] = {}  # uri -> why its entry was refused
 
     @property
-    def skills_supported(self) -> bool:
+    def supported(self) -> bool:
         """Whether the server declared the skills extension."""
         from .entry import EXTENSION_ID
 
-        caps = self._handshake.capabilities if self._handshake else {}
+        caps = self._capabilities()
         extensions = caps.get("extensions") if isinstance(caps, dict) else None
         return isinstance(extensions, dict) and isinstance(extensions.get(EXTENSION_ID), dict)
 
     @property
-    def skill_problems(self) -> dict[str, str]:
+    def problems(self) -> dict[str, str]:
         """Entries of the last listing that were refused: SKILL.md URI -> the reason."""
-        with self._skills.lock:
-            return dict(self._skills.problems)
+        with self._lock:
+            return dict(self._problems)
 
     # -- listing -------------------------------------------------------------------------
 
-    def list_skills(self, *, refresh: bool = False) -> list[SkillEntry]:
+    def list(self, *, refresh: bool = False) -> builtins.list[SkillEntry]:
         """Every skill the server lists (all pages), checked; nothing of any skill is read.
 
         Entries that break the extension's rules are left out and logged (see
@@ -115,8 +104,8 @@ class Skills:
         from .entry import SkillInvalid, parse_entry
 
         self._require("skills/list")
-        server, credential = self._skill_keys()
-        hints = self._caches.hints
+        server, credential = self._server, self._credential
+        hints = self._hints
         if refresh:
             hints.invalidate(server, ["skills/list"])
         cached = None if refresh else hints.get(server, credential, "skills/list", None)
@@ -133,9 +122,9 @@ class Skills:
                 log.warning("mcpsync: %s: %d skill entr%s refused: %s", self.name, len(problems),
                             "y" if len(problems) == 1 else "ies", "; ".join(problems.values()))  # fmt: skip
             hints.put(server, credential, "skills/list", None, raw, keep_alive=self._keep_alive)
-        with self._skills.lock:
-            self._skills.entries = entries
-            self._skills.problems = problems
+        with self._lock:
+            self._entries = entries
+            self._problems = problems
         return list(entries)
 
     def _fetch_listing(self) -> dict[str, Any]:
@@ -147,7 +136,7 @@ class Skills:
         public = True
         cursor: str | None = None
         seen: set[str] = set()
-        timeout = self._conn.default_timeout
+        timeout = self._timeout
         deadline = None if timeout is None else time.monotonic() + timeout
         for pages in range(_MAX_PAGES):
             left = None if deadline is None else deadline - time.monotonic()
@@ -157,11 +146,8 @@ class Skills:
             )
             if left is not None and left <= 0:
                 raise late
-            future: Future[Any] = self._era.page(
-                "skills/list", {"cursor": cursor} if cursor else None, left
-            )
             try:
-                page = self._era.wait(future)
+                page = self._page("skills/list", {"cursor": cursor} if cursor else None, left)
             except RequestTimeout as exc:
                 raise late from exc
             if not isinstance(page, dict) or not isinstance(page.get("skills"), list):
@@ -184,7 +170,7 @@ class Skills:
             "cacheScope": "public" if public else "private",
         }
 
-    def get_skill(self, uri: str) -> SkillEntry:
+    def get(self, uri: str) -> SkillEntry:
         """The server's current entry for the skill whose SKILL.md is ``uri`` (``skills/get``).
 
         ``SkillNotFound`` when the server serves no such skill; ``SkillInvalid`` when
@@ -194,7 +180,7 @@ class Skills:
 
         self._require("skills/get")
         try:
-            result = self._call("skills/get", {"uri": str(uri)}, lambda r: r)
+            result = self._call("skills/get", {"uri": str(uri)}, _raw)
         except ServerError as exc:
             if exc.code == _INVALID_PARAMS:
                 raise SkillNotFound(f"{self.name} serves no skill at {uri}: {exc}") from None
@@ -210,15 +196,15 @@ class Skills:
     def _find(self, name_or_uri: str) -> SkillEntry:
         from .entry import SkillInvalid, SkillNotFound
 
-        entries = self.list_skills()  # the held listing while its ttlMs lasts, else a fresh one
+        entries = self.list()  # the held listing while its ttlMs lasts, else a fresh one
         if "://" in name_or_uri:
             found = [e for e in entries if e.uri == name_or_uri]
             if found:
                 return found[0]
-            problem = self.skill_problems.get(name_or_uri)
+            problem = self.problems.get(name_or_uri)
             if problem:
                 raise SkillInvalid(problem)
-            return self.get_skill(name_or_uri)  # listings may be partial: ask for it
+            return self.get(name_or_uri)  # listings may be partial: ask for it
         found = [e for e in entries if e.name == name_or_uri]
         if len(found) > 1:
             raise SkillNotFound(
@@ -227,16 +213,14 @@ class Skills:
             )
         if not found:
             refused = [
-                p
-                for uri, p in self.skill_problems.items()
-                if uri.endswith(f"/{name_or_uri}/SKILL.md")
+                p for uri, p in self.problems.items() if uri.endswith(f"/{name_or_uri}/SKILL.md")
             ]
             if refused:
                 raise SkillInvalid(refused[0])
             raise SkillNotFound(f"{self.name} lists no skill named {name_or_uri!r}")
         return found[0]
 
-    def load_skill(self, name_or_uri: str, *, allow_dynamic: bool = False) -> LoadedSkill:
+    def load(self, name_or_uri: str, *, allow_dynamic: bool = False) -> LoadedSkill:
         """Load a skill by name (within this server's listing) or by its SKILL.md URI.
 
         Reads SKILL.md (and nothing else), checks its byte size and ``sha256`` digest
@@ -265,15 +249,15 @@ class Skills:
         from .cache import SKILL_FILES
         from .entry import verify_bytes
 
-        server, credential = self._skill_keys()
-        files = self._skill_files if self._skill_files is not None else SKILL_FILES
+        server, credential = self._server, self._credential
+        files = self.files if self.files is not None else SKILL_FILES
 
         def read(uri: str, line: SkillFile | None) -> bytes:
             if line is not None:
                 hit = files.get(server, credential, uri, line.digest)
                 if hit is not None:
                     return hit
-            result = self._call("resources/read", {"uri": uri}, lambda r: r)
+            result = self._call("resources/read", {"uri": uri}, _raw)
             data = _content_bytes(uri, result)
             if line is not None:
                 verify_bytes(data, line)
@@ -282,6 +266,10 @@ class Skills:
             return data
 
         return read
+
+
+def _raw(result: Any) -> Any:
+    return result
 
 
 def _content_bytes(uri: str, result: Any) -> bytes:
