@@ -1,15 +1,15 @@
 """Bring-up of a Session over the transports its target selected, one after another.
 
-Owns: ``BringUp``, the Session's bring-up half (a mixin over the Session's declared
-state: the handlers installed, one era brought up by ``protocol.choose.bring_up`` and
-what it agreed recorded, the re-initialization after an HTTP session expired); the loop
+Owns: ``initialize``, one era brought up by ``protocol.choose.bring_up`` over a started
+connection with the session's parts it is given, and the phases it took (the Session
+records what was agreed: ``Session._initialize``); the loop
 ``Session.connect`` runs over the candidate transports (start, handshake, the typed-result
 imports warmed, unwind on failure, the legacy HTTP+SSE fallback after 400/404/405, the
 one restart of a server that died of the ``server/discover`` probe, the shared
 ``connect_timeout``) and the words added to a bring-up error (what the server printed
-instead of JSON-RPC), ``stderr_tail``, and the notice of what a server wrote to stderr
-while starting (``_serverlog.notice_startup_stderr``). It never imports the Session: the loop is handed a
-``prepare(transport)`` that builds one.
+instead of JSON-RPC), and the notice of what a server wrote to stderr
+while starting (``_serverlog.notice_startup_stderr``). Plain functions: it never imports
+the Session; the loop is handed a ``prepare(transport)`` that builds one (``Prepared``).
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Callable
+from typing import Any, Protocol, TypeVar
 
-from . import _offer, _typed
+from . import _typed
 from ._serverlog import notice_startup_stderr
 from .connection import Connection
 from .errors import (
@@ -32,12 +32,12 @@ from .errors import (
     ServerExited,
     TransportError,
 )
-from .protocol import Agreement, Era, Interest, ToolIndex
+from .protocol import Era, Interest, ToolIndex
 from .protocol.choose import Caches, bring_up
 from .transports.base import Transport
 from .transports.select import respawn
 
-__all__ = ["BringUp", "explain_failure", "first_ready", "unwind", "UNWIND_GRACE"]
+__all__ = ["Prepared", "explain_failure", "first_ready", "initialize", "unwind", "UNWIND_GRACE"]
 
 log = logging.getLogger("mcpsync")
 
@@ -46,107 +46,66 @@ log = logging.getLogger("mcpsync")
 UNWIND_GRACE = 0.1
 
 
-class BringUp:
-    """The bring-up half of ``Session``: the state it declares is the Session's own."""
+def initialize(
+    conn: Connection,
+    args: dict[str, Any],
+    *,
+    keep_alive: Any,
+    interest: Interest,
+    tools: ToolIndex,
+    relist_tools: Callable[[], None],
+    require: Callable[[str], None],
+    caches: Caches,
+    capabilities: dict[str, Any],
+    deadline: float | None,
+) -> tuple[Era, dict[str, float]]:
+    """Bring an era up over ``conn`` (started) with ``protocol.choose.bring_up``, given the
+    session's parts, and return it with the phases it took ("initialize" or "discover",
+    "probe", and "auth": an interactive authorization inside the first POST, which does
+    not count against ``deadline``). ``args``: what ``Session.connect`` fixed for every
+    bring-up (client info, pinned version or era, cache keys; ``era`` / ``restarted``)."""
+    auth_before = getattr(keep_alive, "flow_seconds", None)  # an OAuth's, or None
+    paused = None
+    if auth_before is not None:  # an interactive authorization does not count against the bound
+        paused = lambda: keep_alive.flow_seconds or 0.0  # noqa: E731
+    transport = conn.transport
+    transport.bringup_deadline = deadline  # its own bring-up waits end by it too
+    try:
+        era = bring_up(
+            conn, interest=interest, tools=tools, keep_alive=keep_alive,
+            relist_tools=relist_tools, require=require, caches=caches,
+            capabilities=capabilities, deadline=deadline, paused=paused, **args,
+        )  # fmt: skip
+    finally:
+        transport.bringup_deadline = None
+    agreement = era.agreement
+    phases: dict[str, float] = {}
+    seconds = agreement.seconds
+    if auth_before is not None:  # the auth dance ran inside the first POST: its own phase
+        spent = keep_alive.flow_seconds - auth_before
+        if spent > 0:
+            phases["auth"] = spent
+            seconds = max(seconds - spent, 0.0)
+    phases[era.bringup_phase] = seconds
+    if agreement.probe_seconds is not None:
+        phases["probe"] = agreement.probe_seconds
+    return era, phases
 
-    name: str
+
+class Prepared(Protocol):
+    """What the bring-up loop needs of a session ``prepare`` built (``Session`` is one)."""
+
     phases: dict[str, float]
-    era: Any
-    era_reason: str
-    reinitializations: int
-    _conn: Connection
-    _era: Era
-    _handshake: Agreement | None
-    _allowed: set[str]
-    _init_args: dict[str, Any]
-    _keep_alive: Any
-    _client_capabilities: dict[str, Any]
-    _roots: Any
-    _on_log: Callable[[Any], None] | None
-    _tools: ToolIndex
-    _interest: Interest
-    _caches: Caches
 
-    if TYPE_CHECKING:
-
-        def _relist_tools(self) -> None: ...
-        def _require(self, method: str) -> None: ...
-        def _answer_roots(self, params: dict[str, Any]) -> dict[str, Any]: ...
-        def _on_notification(self, method: str, params: dict[str, Any]) -> None: ...
+    @property
+    def connection(self) -> Connection: ...
 
     def _initialize(
         self, era: str | None = None, deadline: float | None = None, restarted: str | None = None
-    ) -> None:
-        """Bring the era up; ``restarted``: this process replaces one that died of the
-        era probe (why, in words): it gets ``initialize`` at once."""
-        args = dict(self._init_args)
-        if era is not None:
-            args["era"] = era
-        if restarted is not None:
-            args["restarted"] = restarted
-        auth_obj = self._keep_alive
-        auth_before = getattr(auth_obj, "flow_seconds", None)
-        paused = None
-        if auth_before is not None:  # an interactive authorization does not count against the bound
-            paused = lambda: auth_obj.flow_seconds or 0.0  # noqa: E731
-        transport = self._conn.transport
-        transport.bringup_deadline = deadline  # its own bring-up waits end by it too
-        try:
-            self._era = era_impl = bring_up(
-                self._conn, interest=self._interest, tools=self._tools,
-                keep_alive=self._keep_alive, relist_tools=self._relist_tools,
-                require=self._require, caches=self._caches,
-                capabilities=self._client_capabilities, deadline=deadline, paused=paused, **args,
-            )  # fmt: skip
-        finally:
-            transport.bringup_deadline = None
-        handshake = era_impl.agreement
-        self._allowed = set()
-        self._handshake = handshake
-        self.era = handshake.era
-        self.era_reason = handshake.era_reason
-        seconds = handshake.seconds
-        if auth_before is not None:  # the auth dance ran inside the first POST: its own phase
-            spent = auth_obj.flow_seconds - auth_before
-            if spent > 0:
-                self.phases["auth"] = spent
-                seconds = max(seconds - spent, 0.0)
-        self.phases[era_impl.bringup_phase] = seconds
-        if handshake.probe_seconds is not None:
-            self.phases["probe"] = handshake.probe_seconds
-
-    @property
-    def stderr_tail(self) -> str:
-        """The server's last lines on its stderr (stdio; bounded, newline-joined; "" for
-        HTTP): what it said while starting (a usage message), or before it stopped."""
-        return self._conn.transport.stderr_tail()
-
-    def _reinitialize(self) -> None:
-        """The HTTP session expired: bring it up again with the same capabilities."""
-        log.warning("mcpsync: session with %s expired; initializing again", self.name)
-        self.reinitializations += 1
-        self._initialize(era="legacy")
-        self._tools.forget()
-
-    def _install_handlers(
-        self,
-        sampling_handler: Callable[[Any], Any] | None,
-        elicitation_handler: Callable[[Any], Any] | None,
-        roots: Sequence[Any] | Callable[[], Sequence[Any]] | None,
-        on_log: Callable[[Any], None] | None,
-    ) -> None:
-        """Handlers decide which client capabilities are advertised."""
-        self._roots = roots
-        answer_roots = self._answer_roots if roots is not None else None
-        handlers = self._conn.request_handlers
-        self._client_capabilities = _offer.install(
-            handlers, sampling_handler, elicitation_handler, answer_roots
-        )
-        self._on_log = on_log
-        self._conn.notification_handler = self._on_notification
+    ) -> None: ...
 
 
-S = TypeVar("S", bound=BringUp)
+S = TypeVar("S", bound=Prepared)
 
 
 def first_ready(
@@ -171,7 +130,7 @@ def first_ready(
         t0 = time.perf_counter()
         chosen = make_transport()
         session = prepare(chosen)
-        conn = session._conn
+        conn = session.connection
         try:
             conn.start()
             session.phases["transport"] = time.perf_counter() - t0

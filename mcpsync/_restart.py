@@ -32,7 +32,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import _bringup, _lifecycle, _typed
 from ._forksafe import own_session
@@ -53,8 +53,8 @@ from .errors import (
 from .protocol import Era
 from .transports.base import Transport
 
-if TYPE_CHECKING:
-    from ._bringup import BringUp
+#: a ``mcpsync.session.Session`` (not imported: the session module imports this one)
+Session = Any
 
 __all__ = ["RestartPolicy", "RestartEvent", "Restarter", "attach", "heal_expiry"]
 
@@ -80,10 +80,10 @@ class Restarter:
 
     def __init__(
         self,
-        session: BringUp,
+        session: Session,
         policy: RestartPolicy,
         select: Callable[[float | None], list[Callable[[], Transport]]],
-        prepare: Callable[[Transport], BringUp],
+        prepare: Callable[[Transport], Session],
         connect_timeout: float | None,
     ) -> None:
         self.policy = policy
@@ -494,10 +494,10 @@ class Restarter:
 
 
 def attach(
-    session: BringUp,
+    session: Session,
     restart: Any,
     select: Callable[[float | None], list[Callable[[], Transport]]],
-    prepare: Callable[[Transport], BringUp],
+    prepare: Callable[[Transport], Session],
     connect_timeout: float | None,
     transport_target: bool,
 ) -> Restarter | None:

@@ -29,7 +29,6 @@ from os import getpid as _getpid
 from typing import TYPE_CHECKING, Any, Literal
 
 from . import _bringup, _offer, _tasks, _tls, _typed
-from ._bringup import BringUp
 from ._forksafe import own_session, release_session
 from ._lifecycle import Owned
 from ._lifecycle import error as _forked_error
@@ -87,7 +86,7 @@ log = logging.getLogger("mcpsync")
 CLIENT_INFO = {"name": "mcpsync", "version": __version__}
 
 
-class Session(BringUp, Owned):
+class Session(Owned):
     """A live MCP session. Create it with ``Session.connect(...)``; close it with ``close()``."""
 
     def __init__(
@@ -252,6 +251,53 @@ class Session(BringUp, Owned):
         session.phases["total"] = time.perf_counter() - started
         return session
 
+    def _initialize(
+        self, era: str | None = None, deadline: float | None = None, restarted: str | None = None
+    ) -> None:
+        """Bring the era up over the started connection and record what it agreed;
+        ``restarted``: this process replaces one that died of the era probe (why, in
+        words): it gets ``initialize`` at once."""
+        args = dict(self._init_args)
+        if era is not None:
+            args["era"] = era
+        if restarted is not None:
+            args["restarted"] = restarted
+        self._era, phases = _bringup.initialize(
+            self._conn, args, keep_alive=self._keep_alive, interest=self._interest,
+            tools=self._tools, relist_tools=self._relist_tools, require=self._require,
+            caches=self._caches, capabilities=self._client_capabilities, deadline=deadline,
+        )  # fmt: skip
+        handshake = self._era.agreement
+        self._allowed = set()
+        self._handshake = handshake
+        self.era = "modern" if handshake.era == "modern" else "legacy"
+        self.era_reason = handshake.era_reason
+        self.phases.update(phases)
+
+    def _reinitialize(self) -> None:
+        """The HTTP session expired: bring it up again with the same capabilities."""
+        log.warning("mcpsync: session with %s expired; initializing again", self.name)
+        self.reinitializations += 1
+        self._initialize(era="legacy")
+        self._tools.forget()
+
+    def _install_handlers(
+        self,
+        sampling_handler: Callable[[Any], Any] | None,
+        elicitation_handler: Callable[[Any], Any] | None,
+        roots: Sequence[Any] | Callable[[], Sequence[Any]] | None,
+        on_log: Callable[[Any], None] | None,
+    ) -> None:
+        """Handlers decide which client capabilities are advertised."""
+        self._roots = roots
+        answer_roots = self._answer_roots if roots is not None else None
+        handlers = self._conn.request_handlers
+        self._client_capabilities = _offer.install(
+            handlers, sampling_handler, elicitation_handler, answer_roots
+        )
+        self._on_log = on_log
+        self._conn.notification_handler = self._on_notification
+
     def _relist_tools(self) -> None:
         """The modern era's re-list after a header mismatch (-32020)."""
         self.list_tools(refresh=True)
@@ -280,6 +326,12 @@ class Session(BringUp, Owned):
     @property
     def instructions(self) -> str | None:
         return self._handshake.instructions if self._handshake else None
+
+    @property
+    def stderr_tail(self) -> str:
+        """The server's last lines on its stderr (stdio; bounded, newline-joined; "" for
+        HTTP): what it said while starting (a usage message), or before it stopped."""
+        return self._conn.transport.stderr_tail()
 
     @property
     def transport(self) -> Transport:
