@@ -1,7 +1,7 @@
 """Which process an mcpsync object belongs to: fork detection and interpreter exit.
 
-Owns: the owner process of each session, host and transport (``Owned``, ``own``,
-``forked``, ``check``, ``ForkedError``); the weak registry of the live ones; the at-fork
+Owns: the owner process of each session, host and transport (``Owner``, the member
+``own()`` gives each of them; ``forked``, ``check``, ``ForkedError``); the weak registry of the live ones; the at-fork
 hook (``os.register_at_fork(after_in_child=...)``) that releases a forked child's copies
 of them (each registered object's ``on_fork``: a transport abandons its descriptors, a
 session swaps in an era that refuses every call) without touching the peer; and closing
@@ -45,7 +45,8 @@ from .errors import ForkedError
 
 __all__ = [
     "ForkedError",
-    "Owned",
+    "Owner",
+    "UNOWNED",
     "own",
     "forked",
     "check",
@@ -64,14 +65,23 @@ PID = os.getpid()
 EXIT_TIMEOUT = 5.0
 
 
-class Owned:
-    """Mixin: the process an object belongs to (``own()`` sets it)."""
+class Owner:
+    """The process an object belongs to, and how errors name it ("session 'x'"): the
+    member ``own()`` gives a session, host or transport (``obj._owner``)."""
 
-    #: the owner's process id; the class default is the importing process, so an object
-    #: made before a fork and never owned still reads as forked in the child
-    _owner_pid: int = PID
-    #: how errors name it ("session 'x'"); set by ``own()``
-    _owner_what: str = "this object"
+    __slots__ = ("pid", "what")
+
+    def __init__(self, pid: int, what: str) -> None:
+        self.pid = pid
+        self.what = what
+
+    def __repr__(self) -> str:
+        return f"Owner({self.pid}, {self.what!r})"
+
+
+#: the owner of an object made but not owned yet: the importing process, so an object
+#: made before a fork and never owned still reads as forked in the child
+UNOWNED = Owner(PID, "this object")
 
 
 OnFork = Callable[[Any], None]
@@ -122,8 +132,7 @@ def own(
     then SIGKILL, each by a share of ``deadline``), so every server ends at once. Called again (e.g. after a restart in a
     forked child), it makes the object this process's again.
     """
-    obj._owner_pid = this_process()
-    obj._owner_what = what
+    obj._owner = Owner(this_process(), what)
     key = id(obj)
     _LIVE[key] = _Entry(weakref.ref(obj, _forget(key)), kind, on_fork, on_exit, exit_soon)
 
@@ -154,19 +163,21 @@ def this_process() -> int:
 def forked(obj: Any) -> bool:
     """True when ``obj`` (owned by ``own()``) belongs to another process: this one is a
     fork of its owner. The restart policy asks this before bringing a session up again."""
-    return obj._owner_pid != this_process()  # type: ignore[no-any-return]
+    return obj._owner.pid != this_process()  # type: ignore[no-any-return]
 
 
 def check(obj: Any) -> None:
     """Raise ``ForkedError`` when ``obj`` is used in a forked child."""
     pid = this_process()
-    if obj._owner_pid != pid:
-        raise ForkedError(obj._owner_what, obj._owner_pid, pid)
+    owner = obj._owner
+    if owner.pid != pid:
+        raise ForkedError(owner.what, owner.pid, pid)
 
 
 def error(obj: Any) -> ForkedError:
     """The ``ForkedError`` for ``obj`` in this process."""
-    return ForkedError(obj._owner_what, obj._owner_pid, this_process())
+    owner = obj._owner
+    return ForkedError(owner.what, owner.pid, this_process())
 
 
 #: process-wide resets a forked child needs (the spawner thread, the SIGINT guard)
@@ -232,12 +243,12 @@ def close_all(timeout: float = EXIT_TIMEOUT) -> None:
         if entry.on_exit is None:
             continue
         if time.monotonic() >= deadline:
-            log.warning("mcpsync: %s still open at exit after %.1f s", obj._owner_what, timeout)
+            log.warning("mcpsync: %s still open at exit after %.1f s", obj._owner.what, timeout)
             continue
         try:
             entry.on_exit(obj, deadline)
         except Exception as exc:  # noqa: BLE001 - closing one must not stop the others
-            log.warning("mcpsync: closing %s at exit: %s", obj._owner_what, exc)
+            log.warning("mcpsync: closing %s at exit: %s", obj._owner.what, exc)
 
 
 def _step(entry: _Entry, obj: Any, deadline: float) -> bool:
@@ -245,7 +256,7 @@ def _step(entry: _Entry, obj: Any, deadline: float) -> bool:
     try:
         return bool(entry.exit_soon(obj, deadline))
     except Exception:  # noqa: BLE001 - its on_exit still closes it
-        log.debug("mcpsync: ending %s at exit", obj._owner_what, exc_info=True)
+        log.debug("mcpsync: ending %s at exit", obj._owner.what, exc_info=True)
         return False
 
 

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from . import _bringup, _offer, _tasks, _tls, _typed
 from ._forksafe import own_session, release_session
-from ._lifecycle import Owned
+from ._lifecycle import UNOWNED, Owner
 from ._lifecycle import error as _forked_error
 from ._lifecycle import forked as _forked
 from ._restart import Restarter, RestartEvent, RestartPolicy
@@ -86,7 +86,7 @@ log = logging.getLogger("mcpsync")
 CLIENT_INFO = {"name": "mcpsync", "version": __version__}
 
 
-class Session(Owned):
+class Session:
     """A live MCP session. Create it with ``Session.connect(...)``; close it with ``close()``."""
 
     def __init__(
@@ -139,6 +139,8 @@ class Session(Owned):
             credential_key=self._init_args.get("credential_key"),
             keep_alive=keep_alive, timeout=connection.default_timeout,
         )  # fmt: skip
+        #: the process this session belongs to (``_lifecycle``; ``own_session`` sets it)
+        self._owner: Owner = UNOWNED
         own_session(self)  # this process's: after os.fork() the child's calls raise ForkedError
 
     # -- bring-up ----------------------------------------------------------------------
@@ -632,7 +634,7 @@ class Session(Owned):
             and on_progress is None
             and max_timeout is None
             and not reset_timeout_on_progress
-            and _getpid() == self._owner_pid
+            and _getpid() == self._owner.pid
             and ("tools/call" in self._allowed or not self.strict)
         ):  # the hot path: what _call does for the default options (_require: nothing to do)
             return self._era.call("tools/call", params, convert, DEFAULT_OPTIONS)

@@ -39,7 +39,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .._lifecycle import Owned, forked, own
+from .._lifecycle import UNOWNED, Owner, forked, own
 from .._lifecycle import error as _forked_error
 
 __all__ = ["Transport", "Features", "Message", "OnMessage", "OnClose", "OnError"]
@@ -73,8 +73,11 @@ class Features:
     send_waits: bool = False
 
 
-class Transport(Owned, ABC):
+class Transport(ABC):
     """Moves JSON-RPC messages between this client and one server."""
+
+    #: the process it belongs to (``_lifecycle.own`` sets it; unowned: the importing one)
+    _owner: Owner = UNOWNED
 
     #: short name for reports only: "stdio", "streamable-http", "sse", "memory"
     kind: str = "abstract"
