@@ -1,23 +1,26 @@
 """mcpsync: a synchronous, threaded Model Context Protocol client with a blocking API.
 
-The journey, one module per step: ``config`` (mcp.json entries) -> ``transports``
+The journey, one step per package: ``config`` (mcp.json entries) -> ``transports``
 (stdio, Streamable HTTP, legacy SSE, memory) -> ``auth`` (OAuth for HTTP) ->
-``connection`` (JSON-RPC futures) -> ``handshake`` (initialize) -> ``session`` (the
-blocking API) -> ``host`` (many servers) -> ``cli``.
+``connection`` (JSON-RPC futures) -> ``protocol`` (the eras: ``initialize`` or
+``server/discover``) -> ``session`` (the blocking API) -> ``host`` (many servers) -> ``cli``.
 
     import sys, mcpsync
-    with mcpsync.Session.connect([sys.executable, "-m", "mcpsync.demo_server"]) as s:
+    with mcpsync.connect([sys.executable, "-m", "mcpsync.demo_server"]) as s:
         print([t.name for t in s.list_tools()])
+
+Owns the public names (``__all__``) and nothing else. Eager: the version and the errors.
+Every other name loads on first use through the module ``__getattr__`` below (PEP 562):
+``mcpsync.connect`` and ``mcpsync.Session`` the session layer (what connect and the calls
+need, no more), ``mcpsync.Host`` the host, ``mcpsync.display`` the renderers ... So a
+process that imports the package for something else (``python -m mcpsync.demo_server``,
+the pytest plugin every pytest run loads) pays ~1 ms, not ~25. ``dir(mcpsync)`` is
+``__all__`` (and the dunders); other submodules are imported by their full name
+(``from mcpsync.config import command_name``).
 """
 
 from typing import TYPE_CHECKING
 
-# Eager: the version and the errors, nothing else. Every other public name loads on first
-# use through ``__getattr__`` below (PEP 562): ``mcpsync.Session`` the session layer (what
-# connect and the calls need, no more), ``mcpsync.Host`` the host, ``mcpsync.display`` the
-# renderers ... So a process that imports the package for something else (``python -m
-# mcpsync.demo_server``, the pytest plugin every pytest run loads) pays ~1 ms, not ~25.
-from . import _lazy
 from ._version import __version__ as __version__
 from .errors import (
     AuthError,
@@ -41,6 +44,7 @@ from .errors import (
 )
 
 __all__ = [
+    "connect",
     "Session",
     "RestartPolicy",
     "RestartEvent",
@@ -61,6 +65,7 @@ __all__ = [
     "ask_on_terminal",
     "display",
     "handlers",
+    "skills",
     "ConfigEntryError",
     "ConsentDenied",
     "UnknownTool",
@@ -89,9 +94,10 @@ __all__ = [
 
 
 if TYPE_CHECKING:
-    from . import adapters as adapters
     from . import display as display
     from . import handlers as handlers
+    from . import skills as skills
+    from . import smoke as smoke
     from ._restart import RestartEvent, RestartPolicy
     from ._tasks import TaskFuture
     from .cards import server_card as server_card
@@ -111,40 +117,56 @@ if TYPE_CHECKING:
     from .filters import ToolExcluded
     from .host import ConsentDenied, Host, HostTool, ServerStatus, UnknownTool, ask_on_terminal
     from .session import Session
-    from .smoke import smoke as smoke
 
-#: the names loaded on first use -> the submodule that has them (None: the name is a submodule)
-_LAZY: dict[str, str | None] = {
-    "Session": ".session",
-    "Progress": ".connection",
-    "RestartPolicy": "._restart",
-    "RestartEvent": "._restart",
-    "TaskFuture": "._tasks",
-    "ToolExcluded": ".filters",
-    "adapters": None,  # the LLM provider adapters (mcpsync/adapters/)
-    # the submodules ``import mcpsync`` loaded before these names were lazy: after a bare
-    # ``import mcpsync``, ``mcpsync.config.load_config(...)`` and the like keep working
-    **dict.fromkeys(
-        ("config", "connection", "display", "filters", "handlers", "host", "jsonrpc", "protocol",
-         "session", "skills", "transports", "versions", "_bringup", "_calls", "_catalog",
-         "_dispatch", "_forksafe", "_guard", "_lifecycle", "_offer", "_restart",
-         "_restart_policy", "_served", "_serverlog", "_shared", "_tls", "_typed"),
-    ),
-    "smoke": ".smoke",
-    "server_card": ".cards",  # Server Cards need requests
-    "server_cards": ".cards",
-    **dict.fromkeys(
-        ("AuthSettings", "Config", "ConfigEntryError", "InputSpec", "ServerEntry",
-         "default_config_paths", "load_config", "oauth_for_entry", "parse_entry"),
-        ".config",
-    ),
-    **dict.fromkeys(
-        ("ConsentDenied", "Host", "HostTool", "ServerStatus", "UnknownTool", "ask_on_terminal"),
-        ".host",
-    ),
+    connect = Session.connect
+
+#: each name loaded on first use -> ``"module:attribute"`` (just ``"module"``: the name is
+#: that submodule). Only names of ``__all__``: nothing private is reachable from here.
+_LAZY: dict[str, str] = {
+    "connect": ".session:Session.connect",  # the one obvious entry: Session.connect itself
+    "Session": ".session:Session",
+    "Progress": ".connection:Progress",
+    "RestartPolicy": "._restart:RestartPolicy",
+    "RestartEvent": "._restart:RestartEvent",
+    "TaskFuture": "._tasks:TaskFuture",
+    "ToolExcluded": ".filters:ToolExcluded",
+    "display": ".display",
+    "handlers": ".handlers",
+    "skills": ".skills",  # the README's ``extensions=[mcpsync.skills.EXTENSION_ID]``
+    "smoke": ".smoke",  # ``mcpsync.smoke.run(config, calls=...)``
+    "server_card": ".cards:server_card",  # Server Cards need requests
+    "server_cards": ".cards:server_cards",
+    **{
+        name: f".config:{name}"
+        for name in ("AuthSettings", "Config", "ConfigEntryError", "InputSpec", "ServerEntry",
+                     "default_config_paths", "load_config", "oauth_for_entry", "parse_entry")
+    },
+    **{
+        name: f".host:{name}"
+        for name in ("ConsentDenied", "Host", "HostTool", "ServerStatus", "UnknownTool",
+                     "ask_on_terminal")
+    },
 }  # fmt: skip
 
 
-# a name of ``__all__`` not loaded yet: import its submodule now (PEP 562). ``smoke``: the
-# function (the submodule, once imported, replaces the attribute: it is callable, the same)
-__getattr__, __dir__ = _lazy.attributes(globals(), _LAZY)
+def __getattr__(name: str) -> object:
+    """A name of ``__all__`` not loaded yet: import its module now and keep the value."""
+    where = _LAZY.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    module, _, path = where.partition(":")
+    value: object = import_module(module, __name__)
+    for part in path.split(".") if path else ():
+        value = getattr(value, part)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    """``__all__`` and the dunders: what the package offers, not what it has loaded."""
+    return sorted({*__all__, *(n for n in globals() if n.startswith("__") and n.endswith("__"))})
+
+
+del TYPE_CHECKING

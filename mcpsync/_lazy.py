@@ -4,9 +4,9 @@ Owns: ``attributes(namespace, where)``, which gives a package its module ``__get
 ``__dir__``. ``where`` maps each lazy name to the submodule that defines it (imported on
 first access; the value is then kept in the package's namespace, so the next access is a
 plain global), or to None when the name *is* a submodule (importing it makes it the
-package's attribute). ``__dir__`` lists the namespace and ``__all__``. Used by ``mcpsync``,
-``mcpsync.config`` and ``mcpsync.skills``, so ``import mcpsync`` stays cheap (see
-``tests/test_coldstart.py``).
+package's attribute). ``__dir__`` lists the namespace and ``__all__``. Used by
+``mcpsync.config`` and ``mcpsync.skills`` (the package root has its own few lines: its
+``dir()`` is ``__all__`` alone and ``mcpsync.connect`` is an attribute of ``Session``).
 """
 
 from __future__ import annotations

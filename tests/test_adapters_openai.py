@@ -357,7 +357,8 @@ def test_import_mcpsync_does_not_load_the_adapters():
     code = (
         "import sys, mcpsync\n"
         "assert 'mcpsync.adapters' not in sys.modules\n"
-        "assert mcpsync.adapters.to_openai is mcpsync.adapters.openai.to_openai\n"
+        "from mcpsync import adapters\n"
+        "assert adapters.to_openai is adapters.openai.to_openai\n"
         "assert not [m for m in sys.modules if m.split('.')[0] in ('openai', 'anthropic', 'google')]\n"
         "print('ok')\n"
     )

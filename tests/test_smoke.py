@@ -1,4 +1,4 @@
-"""mcpsync smoke / mcpsync.smoke(): failure classes, reasons, exit codes, JUnit, --strict,
+"""mcpsync smoke / mcpsync.smoke.run(): failure classes, reasons, exit codes, JUnit, --strict,
 --snapshot, executors, bad input. Most entries use TINY, a stdlib-only stdio server that
 starts in a few milliseconds (modes: ok, exit, hang, badschema, drift)."""
 
@@ -72,7 +72,7 @@ def bad_input_config(tmp_path: Path) -> Path:
 def test_bad_input_each_entry_fails_with_class_and_reason(tmp_path: Path, no_leaks):
     cfg = bad_input_config(tmp_path)
     t0 = time.monotonic()
-    report = mcpsync.smoke(cfg, calls=[("echo", {"message": "hi"}), "crash"])
+    report = mcpsync.smoke.run(cfg, calls=[("echo", {"message": "hi"}), "crash"])
     elapsed = time.monotonic() - t0
     assert isinstance(report, SmokeReport)
     assert [e.name for e in report.entries] == [
@@ -141,7 +141,7 @@ def test_include_and_exclude_tools_on_the_command_line_replace_the_entries(tmp_p
     data = json.loads(run_cli(str(cfg), "--exclude-tools", "crash", "--json").stdout)
     tools = {s["name"]: s["tools"] for s in data["servers"]}
     assert tools["a"] == ["echo", "fail", "typed"] and tools["b"] == []
-    report = mcpsync.smoke(cfg, include_tools=["typed"], exclude_tools=["x"])
+    report = mcpsync.smoke.run(cfg, include_tools=["typed"], exclude_tools=["x"])
     assert [e.tools for e in report.entries] == [["typed"], ["typed"]]
 
 
@@ -285,10 +285,10 @@ def test_process_executor_same_results_and_a_dying_worker(
     servers = {f"s{i}": entry(server) for i in range(6)}
     servers["exits"] = entry(server, "exit")
     cfg = write_config(tmp_path / "mcp.json", servers)
-    local = mcpsync.smoke(cfg, calls=["echo"])
+    local = mcpsync.smoke.run(cfg, calls=["echo"])
     ctx = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=2, mp_context=ctx) as pool:
-        remote = mcpsync.smoke(cfg, calls=["echo"], executor=pool)
+        remote = mcpsync.smoke.run(cfg, calls=["echo"], executor=pool)
     assert _comparable(remote) == _comparable(local)
     assert remote.exit_code == local.exit_code == EXIT_CODES["spawn"]
 
@@ -296,7 +296,7 @@ def test_process_executor_same_results_and_a_dying_worker(
     cfg = write_config(tmp_path / "mcp2.json", servers)
     t0 = time.monotonic()
     with ProcessPoolExecutor(max_workers=2, mp_context=ctx, initializer=_die_in_worker) as pool:
-        report = mcpsync.smoke(cfg, calls=["echo"], executor=pool)
+        report = mcpsync.smoke.run(cfg, calls=["echo"], executor=pool)
     assert time.monotonic() - t0 < 60
     by = {e.name: e for e in report.entries}
     assert by["dies"].failure == "worker" and "died" in by["dies"].error
@@ -324,7 +324,7 @@ def test_any_executor_and_consent(tmp_path: Path, no_leaks):
         return e.name == "yes"
 
     with ThreadPoolExecutor(1, thread_name_prefix="mcpsync-test") as pool:
-        report = mcpsync.smoke(cfg, executor=pool, consent=consent)
+        report = mcpsync.smoke.run(cfg, executor=pool, consent=consent)
     assert asked == ["yes@MainThread", "no@MainThread"]
     assert report["yes"].ok and report["no"].state == "refused"
     assert report.exit_code == 0  # a refused entry is skipped, as in the JUnit file
@@ -355,7 +355,7 @@ def test_a_bring_up_that_ignores_its_bound_ends_as_timeout_not_connecting(
     cfg = write_config(tmp_path / "mcp.json", {"ok": entry(server), "stuck": entry(server)})
     t0 = time.monotonic()
     try:
-        report = mcpsync.smoke(cfg, connect_timeout=1)
+        report = mcpsync.smoke.run(cfg, connect_timeout=1)
     finally:
         release.set()
     assert time.monotonic() - t0 < 30

@@ -1,4 +1,4 @@
-"""mcpsync.smoke() on a process pool whose worker dies: each entry runs at most once more,
+"""mcpsync.smoke.run() on a process pool whose worker dies: each entry runs at most once more,
 only the culprit fails (class ``worker``), the others get their real result; runs are
 counted in the workers (a file each bring-up appends to)."""
 
@@ -60,7 +60,7 @@ def test_a_dying_worker_reruns_each_entry_at_most_once(
     with ProcessPoolExecutor(
         max_workers=2, mp_context=ctx, initializer=_count_and_die, initargs=(str(runs),)
     ) as pool:
-        report = mcpsync.smoke(cfg, calls=["echo"], executor=pool, parallel=parallel)
+        report = mcpsync.smoke.run(cfg, calls=["echo"], executor=pool, parallel=parallel)
     assert (
         time.monotonic() - t0 < 120
     )  # spawned workers on a busy machine; the run's own bound is far more

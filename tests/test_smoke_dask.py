@@ -1,4 +1,4 @@
-"""mcpsync.smoke() on a Dask cluster (LocalCluster, worker processes): 100 entries, the same
+"""mcpsync.smoke.run() on a Dask cluster (LocalCluster, worker processes): 100 entries, the same
 results as the local run, nothing left running on the workers; and ``mcpsync smoke --dask``."""
 
 from __future__ import annotations
@@ -55,10 +55,10 @@ def test_dask_100_entries_same_as_local_and_nothing_left(tmp_path: Path, cluster
     calls = [("echo", {"message": "hi"}), "fail"]
 
     t0 = time.monotonic()
-    local = mcpsync.smoke(cfg, calls=calls)
+    local = mcpsync.smoke.run(cfg, calls=calls)
     local_seconds = time.monotonic() - t0
     t0 = time.monotonic()
-    remote = mcpsync.smoke(cfg, calls=calls, executor=client.get_executor(pure=False))
+    remote = mcpsync.smoke.run(cfg, calls=calls, executor=client.get_executor(pure=False))
     remote_seconds = time.monotonic() - t0
 
     assert len(remote.entries) == N_ENTRIES
@@ -150,7 +150,7 @@ def test_dask_keeps_at_most_parallel_entries_in_flight(tmp_path: Path, cluster):
     names = [f"p{i}" for i in range(5)]
     cfg = _probe_config(tmp_path, names)
     t0 = time.monotonic()
-    report = mcpsync.smoke(
+    report = mcpsync.smoke.run(
         cfg,
         calls=[("hold", {"seconds": 0.5})],
         parallel=2,
@@ -186,7 +186,7 @@ def test_ctrl_c_under_dask_stops_the_running_entries_and_their_servers(tmp_path:
     watcher = threading.Thread(target=interrupt_once_running, daemon=True)
     watcher.start()
     with pytest.raises(KeyboardInterrupt):
-        mcpsync.smoke(cfg, calls=["block"], executor=client.get_executor(pure=False))
+        mcpsync.smoke.run(cfg, calls=["block"], executor=client.get_executor(pure=False))
     raised = time.monotonic()
     watcher.join(5)
     assert signalled, "the entries never ran"

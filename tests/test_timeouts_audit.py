@@ -427,7 +427,7 @@ def test_host_close_timeout_bounds_close_of_servers_that_will_not_stop(
 def test_smoke_connect_timeout_bounds_each_entry(no_leaks: None) -> None:
     config = {"mcpServers": {"silent": entry("--hang", "*"), "ok": entry()}}
     report: list[Any] = []
-    elapsed, error = timed(lambda: report.append(mcpsync.smoke(config, connect_timeout=1)))
+    elapsed, error = timed(lambda: report.append(mcpsync.smoke.run(config, connect_timeout=1)))
     assert error is None, error
     assert elapsed <= 1 + SLACK, f"smoke(connect_timeout=1) took {elapsed:.2f} s"
     silent, ok = report[0]["silent"], report[0]["ok"]
@@ -439,7 +439,9 @@ def test_smoke_connect_timeout_bounds_each_entry(no_leaks: None) -> None:
 def test_smoke_timeout_bounds_each_call(no_leaks: None) -> None:
     config = {"mcpServers": {"stall": entry()}}
     found: list[Any] = []
-    elapsed, error = timed(lambda: found.append(mcpsync.smoke(config, timeout=1, calls=["hang"])))
+    elapsed, error = timed(
+        lambda: found.append(mcpsync.smoke.run(config, timeout=1, calls=["hang"]))
+    )
     assert error is None, error
     (call,) = found[0]["stall"].calls
     assert not call.ok and call.failure == "timeout", call

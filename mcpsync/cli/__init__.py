@@ -15,7 +15,7 @@ The package, one concern per module (each imports only the ones above it):
 ``arguments`` (exit codes, the parsers), ``output`` (stdout/stderr, logging),
 ``tool_args`` (``KEY=VALUE`` words typed by a tool's inputSchema), ``targets`` (what to
 connect to, and connecting), ``commands`` (inspect, tools, call, read, prompt, demo),
-``smoke_command`` (``mcpsync smoke`` over :func:`mcpsync.smoke`); here: :func:`main`.
+``smoke_command`` (``mcpsync smoke`` over :func:`mcpsync.smoke.run`); here: :func:`main`.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``mcpsync smoke``: the command line over :func:`mcpsync.smoke` (the library in
+"""``mcpsync smoke``: the command line over :func:`mcpsync.smoke.run` (the library in
 ``mcpsync/smoke/``): options to :class:`~mcpsync.smoke.SmokeOptions`, the executor
 (threads, ``--processes``, ``--dask``), the text summary and the exit code.
 """
@@ -23,7 +23,7 @@ __all__ = ["run_smoke"]
 
 def run_smoke(ns: argparse.Namespace, out: _Out) -> int:
     from ..host import ask_on_terminal
-    from ..smoke import smoke, write_junit_xml
+    from ..smoke import run, write_junit_xml
 
     if len(ns.words) > 1:
         raise UsageError("smoke takes one CONFIG file")
@@ -55,7 +55,7 @@ def run_smoke(ns: argparse.Namespace, out: _Out) -> int:
         }
     token_store = _store_spec(ns, config)
     with _smoke_executor(ns) as executor:
-        report = smoke(
+        report = run(
             config,
             executor=executor,
             calls=calls,

@@ -1,6 +1,6 @@
 """Smoke-test every entry of a config: bring it up, list, call, close; report each entry.
 
-Owns: :func:`smoke` (the library behind ``mcpsync smoke``), the per-entry runner
+Owns: :func:`run` (the library behind ``mcpsync smoke``), the per-entry runner
 :func:`run_entry` (what an executor's worker runs), the picklable results
 (:class:`SmokeReport`, :class:`EntryResult`, :class:`CallResult`), the failure classes with
 their exit codes, and the JUnit XML writer.
@@ -35,8 +35,8 @@ command line, unreadable config file); 130: interrupted.
 The package: ``results`` (the picklable results, failure classes, exit codes),
 ``runner`` (:class:`SmokeOptions` and :func:`run_entry`, what a worker runs), ``executors``
 (running every entry on an executor with bounds, retries and clean-up), ``junit`` (the
-JUnit XML writer); here: :func:`smoke` itself, snapshots and consent. ``mcpsync.smoke`` is
-the package and callable: ``mcpsync.smoke(config)`` is :func:`smoke`.
+JUnit XML writer); here: :func:`run` itself, snapshots and consent. The call is
+``mcpsync.smoke.run(config, calls=...)``.
 """
 
 from __future__ import annotations
@@ -44,9 +44,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-import sys
 import time
-import types
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
@@ -74,7 +72,7 @@ if TYPE_CHECKING:
     from ..auth.storage import TokenStoreSpec
 
 __all__ = [
-    "smoke",
+    "run",
     "run_entry",
     "SmokeOptions",
     "SmokeReport",
@@ -109,7 +107,7 @@ def _config_of(config: Any, inputs: Any) -> Config | list[ServerEntry]:
     return list(config)
 
 
-def smoke(
+def run(
     config: str | Path | Mapping[str, Any] | Config | Iterable[ServerEntry],
     *,
     executor: Executor | None = None,
@@ -294,13 +292,3 @@ def _entries(
                 raise ConfigError(f"two entries are named {entry.name!r}")
             seen.add(entry.name)
             yield entry.name, entry, None
-
-
-class _CallableModule(types.ModuleType):
-    """``mcpsync.smoke`` is this module once it is imported: calling it runs :func:`smoke`."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> SmokeReport:
-        return smoke(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
