@@ -184,7 +184,7 @@ class Session:
         a ``Transport``. On any failure everything started is closed before raising.
 
         ``era``: "auto" asks ``server/discover`` first and falls back to ``initialize``
-        for servers that are not 2026-07-28 (see ``mcpsync.modern``); "legacy" or
+        for servers that are not 2026-07-28 (see ``mcpsync.protocol.choose``); "legacy" or
         "modern" force one; a pinned ``protocol_version`` pins its era. The session's
         ``era``, ``protocol_version`` and ``era_reason`` say what was chosen and why.
 
