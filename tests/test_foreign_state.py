@@ -181,18 +181,6 @@ def _package_findings() -> list[str]:
     return findings
 
 
-def _still_reclassing() -> list[str]:
-    return [f for f in _package_findings() if "__class__" in f]
-
-
-RECLASSED = _still_reclassing()
-
-
-@pytest.mark.xfail(
-    bool(RECLASSED),
-    strict=True,
-    reason="modern.py and smoke/__init__.py re-class themselves: helper H2 removes them",
-)
 def test_no_module_of_the_package_changes_foreign_state() -> None:
     findings = _package_findings()
     assert not findings, "\n".join(findings)
