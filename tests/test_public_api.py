@@ -226,9 +226,9 @@ def foreign_state_writes(tree: ast.AST) -> list[tuple[int, str]]:
         for target in targets:
             for part in ast.walk(target):
                 if isinstance(part, ast.Subscript) and _is_sys_modules(part.value):
-                    found.append((node.lineno, "sys.modules[...] in an assignment target"))
+                    found.append((part.lineno, "sys.modules[...] in an assignment target"))
                 if isinstance(part, ast.Attribute) and part.attr == "__class__":
-                    found.append((node.lineno, "__class__ assigned"))
+                    found.append((part.lineno, "__class__ assigned"))
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             if node.func.attr in mutators and _is_sys_modules(node.func.value):
                 found.append((node.lineno, f"sys.modules.{node.func.attr}()"))
