@@ -460,3 +460,20 @@ def test_skill_md_without_frontmatter_is_refused(era):
         pytest.raises(SkillVerificationError, match="frontmatter unreadable"),
     ):
         s.load_skill("pdf-processing")
+
+
+def test_the_session_skills_member_answers_what_the_one_liners_do(era):
+    """``session.skills`` is the part the Session's skill one-liners delegate to: one
+    listing, one set of refused entries, the same reads."""
+    server = SkillServer(era)
+    mismatch = bad_entries(server)["mismatch"]
+    server.entries = [server.entry("skill://pdf-processing/SKILL.md"), mismatch]
+    with connect(server) as s:
+        assert s.skills.supported and s.skills_supported
+        assert [e.uri for e in s.skills.list()] == ["skill://pdf-processing/SKILL.md"]
+        assert s.skills.problems == s.skill_problems
+        assert set(s.skills.problems) == {mismatch["uri"]}
+        uri = "skill://pdf-processing/SKILL.md"
+        assert s.skills.get(uri) == s.get_skill(uri)
+        assert s.skills.load("pdf-processing").text == SKILL_MD == s.load_skill(uri).text
+        assert server.reads() == [uri]  # the second load: SKILL.md from the verified-file cache
