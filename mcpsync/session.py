@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from os import getpid as _getpid
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from . import _bringup, _offer, _tasks, _tls, _typed
 from ._forksafe import own_session, release_session
@@ -85,6 +85,9 @@ log = logging.getLogger("mcpsync")
 
 CLIENT_INFO = {"name": "mcpsync", "version": __version__}
 
+#: the eras a session can agree on (``Session.era``)
+EraName = Literal["legacy", "modern"]
+
 
 class Session:
     """A live MCP session. Create it with ``Session.connect(...)``; close it with ``close()``."""
@@ -99,6 +102,11 @@ class Session:
         keep_alive: Any = None,
         tool_filter: NameFilter | None = None,
         caches: Caches | None = None,
+        sampling_handler: Callable[[Any], Any] | None = None,
+        elicitation_handler: Callable[[Any], Any] | None = None,
+        roots: Sequence[Any] | Callable[[], Sequence[Any]] | None = None,
+        on_log: Callable[[Any], None] | None = None,
+        offered: Mapping[str, Any] | None = None,
     ) -> None:
         """A session over ``connection`` (not started yet); ``Session.connect`` builds one
         and brings it up. ``init_args``: what each bring-up of the era is given (client
@@ -106,12 +114,14 @@ class Session:
         ``keep_alive``: the auth object given to connect(), held for the session's life
         (its ``flow_seconds`` tells bring-up how long an OAuth dance took);
         ``tool_filter``: include_tools / exclude_tools; ``caches``: era verdicts and cache
-        hints (None: the process-wide ones)."""
+        hints (None: the process-wide ones); the handlers and ``roots`` as connect() takes
+        them (they decide the client capabilities advertised; installed on ``connection``
+        here); ``offered``: client capabilities beyond the handlers' (the extensions)."""
         self._conn = connection
         self.name = name
         self.strict = strict
         self.phases: dict[str, float] = {}
-        self.era: Literal["legacy", "modern"] = "legacy"
+        self.era: EraName = "legacy"
         #: how bring-up chose the era, in words
         self.era_reason = ""
         #: the era's implementation of every request (``mcpsync.protocol``)
@@ -121,9 +131,8 @@ class Session:
         self._allowed: set[str] = set()  # methods whose capability the handshake showed
         self._init_args: dict[str, Any] = dict(init_args or {})
         self._keep_alive = keep_alive
-        self._client_capabilities: dict[str, Any] = {}
-        self._roots: Any = None
-        self._on_log: Callable[[Any], None] | None = None
+        self._roots = roots  # offered to the server; set_roots() replaces them
+        self._on_log = on_log
         self._server_log = ServerLog(name)  # notifications/message -> logging
         self._tools = ToolIndex()  # the tools last listed: output schemas, the legacy list cache
         self._interest = Interest()  # what the callbacks want to hear about
@@ -139,6 +148,15 @@ class Session:
             credential_key=self._init_args.get("credential_key"),
             keep_alive=keep_alive, timeout=connection.default_timeout,
         )  # fmt: skip
+        # the handlers given decide which client capabilities are advertised
+        answer_roots = self._answer_roots if roots is not None else None
+        self._client_capabilities: dict[str, Any] = {
+            **_offer.install(
+                connection.request_handlers, sampling_handler, elicitation_handler, answer_roots
+            ),
+            **(offered or {}),
+        }
+        connection.notification_handler = self._on_notification
         #: the process this session belongs to (``_lifecycle``; ``own_session`` sets it)
         self._owner: Owner = UNOWNED
         own_session(self)  # this process's: after os.fork() the child's calls raise ForkedError
@@ -238,11 +256,10 @@ class Session:
 
         def prepare(chosen: Transport) -> Session:
             conn = Connection(chosen, name=name, default_timeout=timeout)
-            session = cls(conn, name=name, strict=strict, init_args=init_args, keep_alive=auth,
-                          tool_filter=tool_filter, caches=_caches)  # fmt: skip
-            session._install_handlers(sampling_handler, elicitation_handler, roots, on_log)
-            session._client_capabilities.update(offered)
-            return session
+            return cls(conn, name=name, strict=strict, init_args=init_args, keep_alive=auth,
+                       tool_filter=tool_filter, caches=_caches, sampling_handler=sampling_handler,
+                       elicitation_handler=elicitation_handler, roots=roots, on_log=on_log,
+                       offered=offered)  # fmt: skip
 
         session = _bringup.first_ready(
             candidates, prepare, name=name, deadline=deadline, connect_timeout=connect_timeout
@@ -272,7 +289,7 @@ class Session:
         handshake = self._era.agreement
         self._allowed = set()
         self._handshake = handshake
-        self.era = "modern" if handshake.era == "modern" else "legacy"
+        self.era = cast(EraName, handshake.era)  # "legacy" or "modern": the era says which
         self.era_reason = handshake.era_reason
         self.phases.update(phases)
 
@@ -282,23 +299,6 @@ class Session:
         self.reinitializations += 1
         self._initialize(era="legacy")
         self._tools.forget()
-
-    def _install_handlers(
-        self,
-        sampling_handler: Callable[[Any], Any] | None,
-        elicitation_handler: Callable[[Any], Any] | None,
-        roots: Sequence[Any] | Callable[[], Sequence[Any]] | None,
-        on_log: Callable[[Any], None] | None,
-    ) -> None:
-        """Handlers decide which client capabilities are advertised."""
-        self._roots = roots
-        answer_roots = self._answer_roots if roots is not None else None
-        handlers = self._conn.request_handlers
-        self._client_capabilities = _offer.install(
-            handlers, sampling_handler, elicitation_handler, answer_roots
-        )
-        self._on_log = on_log
-        self._conn.notification_handler = self._on_notification
 
     def _relist_tools(self) -> None:
         """The modern era's re-list after a header mismatch (-32020)."""
