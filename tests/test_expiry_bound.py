@@ -6,14 +6,16 @@ answers ``initialize`` with a new session id and 404 to every request after it (
 session expires at once, every time); it counts the ``initialize`` requests it gets. What
 must hold: one call leads at most ``MAX_REINITIALIZATIONS`` (2) re-initializations, then
 ``SessionKeptExpiring`` naming what happened; 8 threads calling at once cost
-``MAX_FRUITLESS`` (3) in all, not 2 or 3 per thread, and every one of them gets the typed
+``MAX_FRUITLESS`` (2) in all, not 2 per thread, and every one of them gets the typed
 error; the blocking and the future paths alike; a later call gets its own attempt.
 Before the fix: one call made 3 re-initializations (4 initializes), 8 threads 23, and
 some threads got a plain ``SessionExpired`` ("expired 8 times").
 
-(3 in all, not 2, for concurrent calls: ``test_http_expiry_twice`` has 8 threads get
-through 3 expiries in a row, each new session expiring before it answered anything; a
-transport cannot tell that from a server that forgets every session until it tries.)
+(2 in all for concurrent calls, as for one: a re-initialization in flight is shared, not
+repeated, and 8 callers have no more evidence than one that the next session will answer.
+Before: 3 in all, so that ``test_http_expiry_twice`` could have 8 threads get through 3
+expiries in a row, which one call alone never gets through; that test now has them get
+through 2, as one call does, and fail together at 3.)
 """
 
 from __future__ import annotations

@@ -40,8 +40,10 @@ MAX_RESENDS = 8
 MAX_REINITIALIZATIONS = 2
 #: re-initializations in a row, led by any requests, whose new session expired before it
 #: answered a request; the next expiry fails every request under way (a server that
-#: forgets each session at once costs this many, not that many per thread)
-MAX_FRUITLESS = 3
+#: forgets each session at once costs this many, not that many per thread). The same as
+#: one request's own bound: requests under way together share the re-initializations a
+#: request alone would get, and are given no more evidence than it is
+MAX_FRUITLESS = MAX_REINITIALIZATIONS
 #: requests remembered as having led a re-initialization (their re-send is to come)
 _LED_MAX = 64
 #: longest wait for a re-initialization when the request has no timeout
@@ -225,9 +227,10 @@ class SessionLifecycle:
     # costs one call 2 re-initializations, not 3); and once ``MAX_FRUITLESS``
     # re-initializations in a row each ended in a session that expired before it answered
     # a request, the next expiry fails the leader and every request under way (8 threads
-    # cost 3 in all, not 3 each). Several requests under way share the second bound only:
-    # 8 threads through 3 expiries in a row all get through, whichever request meets
-    # which. The session is then left stale, the streak forgotten: the next request
+    # cost 2 in all, not 2 each). Several requests under way share the second bound only:
+    # 8 threads through 2 expiries in a row all get through, whichever request meets
+    # which, as one request alone does; a third expiry in a row ends them all, as it ends
+    # a request alone. The session is then left stale, the streak forgotten: the next request
     # leads a new re-initialization. A 404 means the server did not run the request: each
     # re-send is safe.
 
