@@ -125,6 +125,8 @@ def test_eight_threads_share_the_bound(forgetful_gathering: Any, path: str, no_l
         assert len(errors) == THREADS
         assert all(isinstance(e, SessionKeptExpiring) for e in errors), errors
         assert all("kept expiring" in str(e) or "expired" in str(e) for e in errors)
-        assert count == 1 + MAX_FRUITLESS, count
-        assert s.reinitializations == MAX_FRUITLESS
+        # as many as one call alone gets (2), shared: 3 before MAX_FRUITLESS became that
+        assert MAX_FRUITLESS == MAX_REINITIALIZATIONS
+        assert count == 1 + MAX_REINITIALIZATIONS, count
+        assert s.reinitializations == MAX_REINITIALIZATIONS
         assert took < 10
