@@ -3,7 +3,7 @@
 Owns: ``decide`` (whether a ``tools/call`` goes as a task: the ``task=`` argument, the tool's
 ``execution.taskSupport``, the server's ``tasks.requests.tools.call``), ``start`` and ``call``
 (a task-augmented ``tools/call``, as a future or blocking), ``pick_up`` (what
-``Restarts.task`` calls) and ``TaskFuture``, the future of a 2025-11-25 task. A task
+``Session.task`` calls) and ``TaskFuture``, the future of a 2025-11-25 task. A task
 outlives the request that made it: a session picks it up after a restart, or another
 process does, from the id alone.
 
