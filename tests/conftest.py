@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
+import sys
+import tempfile
 import threading
 import time
 
 import psutil
 import pytest
+import tiers
 
 # A shell that starts the test command in the background (`cmd &` without job control)
 # leaves SIGINT ignored, and an ignored signal stays ignored across exec: neither this
@@ -79,3 +83,86 @@ def http():
 
     with requests.Session() as s:
         yield s
+
+
+# ------------------------------------------------------------------ tiers and isolation
+# Markers come from one table (tests/tiers.py); the spawn audit checks its process rules;
+# each pytest process (one per xdist worker) gets its own cache folder.
+
+_running_item: pytest.Item | None = None
+_spawns: dict[str, list[str]] = {}  # nodeid -> what it started ("subprocess.Popen: cmd", ...)
+_SPAWN_EVENTS = {"subprocess.Popen", "os.fork", "os.posix_spawn", "os.spawn", "os.exec"}
+
+
+def _audit(event: str, args: tuple) -> None:
+    """Record which test started a process (an audit hook only observes; it changes nothing)."""
+    if event in _SPAWN_EVENTS and _running_item is not None:
+        what = event
+        if event == "subprocess.Popen" and len(args) > 1:
+            what = f"{event}: {str(args[1])[:120]}"
+        _spawns.setdefault(_running_item.nodeid, []).append(
+            f"{what} (thread {threading.current_thread().name})"
+        )
+
+
+sys.addaudithook(_audit)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # The per-user cache folder (era verdicts, token files) is process-wide state: a private
+    # one per pytest process keeps xdist workers apart and the user's own folder untouched.
+    folder = tempfile.mkdtemp(prefix="mcpsync-tests-cache-")
+    config.stash[_CACHE_KEY] = (folder, os.environ.get("XDG_CACHE_HOME"))
+    os.environ["XDG_CACHE_HOME"] = folder
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    folder, before = config.stash.get(_CACHE_KEY, (None, None))
+    if folder is None:
+        return
+    if before is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = before
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+_CACHE_KEY = pytest.StashKey[tuple]()
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        path = item.path.name
+        for name in sorted(tiers.markers_for(path, item.name)):
+            item.add_marker(getattr(pytest.mark, name))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
+    global _running_item
+    _running_item = item
+    try:
+        return (yield)
+    finally:
+        _running_item = None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    report = yield
+    if call.when != "teardown" or report.failed:
+        return report
+    started = _spawns.get(item.nodeid)
+    report_path = os.environ.get("MCPSYNC_TIERS_REPORT")
+    if report_path:  # one line per test: nodeid, whether it started a process (table upkeep)
+        with open(f"{report_path}.{os.getpid()}", "a") as out:
+            out.write(f"{item.nodeid}\t{int(bool(started))}\n")
+        return report
+    if started and not any(item.get_closest_marker(name) for name in tiers.SPAWNING):
+        report.outcome = "failed"
+        report.longrepr = (
+            f"{item.nodeid} started a process but has none of the markers "
+            f"{sorted(tiers.SPAWNING)} (add a rule to tests/tiers.py): {started[:3]}"
+        )
+    return report
