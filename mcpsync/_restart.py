@@ -83,7 +83,7 @@ class Restarter:
         session: Session,
         policy: RestartPolicy,
         select: Callable[[float | None], list[Callable[[], Transport]]],
-        prepare: Callable[[Transport], Session],
+        connection_for: Callable[[Transport], Connection],
         connect_timeout: float | None,
     ) -> None:
         self.policy = policy
@@ -94,7 +94,7 @@ class Restarter:
         self._session = session
         self._name = session.name
         self._select = select
-        self._prepare = prepare
+        self._connection_for = connection_for
         self._connect_timeout = connect_timeout
         self._lock = threading.Lock()
         self._state = _READY
@@ -290,7 +290,7 @@ class Restarter:
             if position and deadline is not None and time.monotonic() >= deadline:
                 raise RequestTimeout(f"restart of {self._name!r} took over {timeout:g} s") from last
             chosen = make()
-            conn = self._prepare(chosen)._conn  # connect's own wiring of a connection
+            conn = self._connection_for(chosen)  # a connection as connect() makes one
             heal_expiry(conn)
             conn.request_handlers = handlers
             conn.notification_handler = session._on_notification
@@ -497,13 +497,14 @@ def attach(
     session: Session,
     restart: Any,
     select: Callable[[float | None], list[Callable[[], Transport]]],
-    prepare: Callable[[Transport], Session],
+    connection_for: Callable[[Transport], Connection],
     connect_timeout: float | None,
     transport_target: bool,
 ) -> Restarter | None:
     """Put ``session`` (just brought up) under the restart policy ``restart`` (see
     ``RestartPolicy.of``); None when it is off. ``select(deadline)``: the target's transport
-    factories; ``prepare(transport)``: connect's wiring of a new connection."""
+    factories; ``connection_for(transport)``: a new connection over it, as connect() makes
+    one (the session's handlers are put on it at each restart)."""
     heal_expiry(session._conn)
     policy = RestartPolicy.of(restart)
     if policy is None:
@@ -514,7 +515,7 @@ def attach(
             "a Transport target cannot be started twice: give RestartPolicy(make_transport=...) "
             "or connect with an argv or a URL"
         )
-    restarter = Restarter(session, policy, select, prepare, connect_timeout)
+    restarter = Restarter(session, policy, select, connection_for, connect_timeout)
     session._era.on_expired(restarter._expired)
     session._era = restarter.guard
     restarter.watch(session._conn)

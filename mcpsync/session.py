@@ -254,9 +254,11 @@ class Session:
                      "timeout": connect_timeout, "era": era, "server_key": server_key,
                      "credential_key": credential_key}  # fmt: skip
 
+        def connection_for(chosen: Transport) -> Connection:
+            return Connection(chosen, name=name, default_timeout=timeout)
+
         def prepare(chosen: Transport) -> Session:
-            conn = Connection(chosen, name=name, default_timeout=timeout)
-            return cls(conn, name=name, strict=strict, init_args=init_args, keep_alive=auth,
+            return cls(connection_for(chosen), name=name, strict=strict, init_args=init_args, keep_alive=auth,
                        tool_filter=tool_filter, caches=_caches, sampling_handler=sampling_handler,
                        elicitation_handler=elicitation_handler, roots=roots, on_log=on_log,
                        offered=offered)  # fmt: skip
@@ -265,8 +267,9 @@ class Session:
             candidates, prepare, name=name, deadline=deadline, connect_timeout=connect_timeout
         )
         session._era.on_expired(session._reinitialize)
-        session._restart = _restart_attach(session, restart, lambda d: select(deadline=d)[1], prepare,
-                                           connect_timeout, isinstance(target, Transport))  # fmt: skip
+        session._restart = _restart_attach(session, restart, lambda d: select(deadline=d)[1],
+                                           connection_for, connect_timeout,
+                                           isinstance(target, Transport))  # fmt: skip
         session.phases["total"] = time.perf_counter() - started
         return session
 
