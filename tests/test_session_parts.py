@@ -9,10 +9,14 @@ import gc
 import threading
 
 import psutil
+import pytest
 from servers.launch import demo_argv
 
 import mcpsync
 from mcpsync import RestartEvent, RestartPolicy, _lifecycle
+
+#: the demo server runs as a real process (tests/tiers.py: the spawn audit wants the mark)
+pytestmark = pytest.mark.real_server
 
 WAIT = 20.0
 
