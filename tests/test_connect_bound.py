@@ -86,9 +86,16 @@ def left_nothing() -> Iterator[None]:
 
 
 def _connect_fails(target, bound: float, **kwargs) -> tuple[BaseException, float]:
+    # ``mcpsync.Session`` is a lazy attribute: its first use imports mcpsync.session and what
+    # it needs, before connect() is entered and its bound begins. That import is measured
+    # out: in a test process every mcpsync module goes through pytest's assertion rewriting
+    # (mcpsync is a pytest plugin), and with both CPUs busy the first test of a process took
+    # 2.55-3.54 s for connect_timeout=2 ([auto-accepts], 8 runs in 8), 2.0-2.1 s with it
+    # resolved first (5 runs in 5, 4 tests each; connect() itself ends at 2.00 s).
+    connect = mcpsync.Session.connect
     t0 = time.monotonic()
     with pytest.raises(mcpsync.MCPSyncError) as info:
-        mcpsync.Session.connect(target, connect_timeout=bound, _caches=Caches(), **kwargs)
+        connect(target, connect_timeout=bound, _caches=Caches(), **kwargs)
     return info.value, time.monotonic() - t0
 
 
