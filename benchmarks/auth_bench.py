@@ -7,7 +7,7 @@ same hand-written HTTP/1.1 keep-alive loop) that answers two paths:
 
 - ``POST /open/mcp``: no auth;
 - ``POST /mcp``: a ``Bearer`` token the in-process
-  :class:`~mcpsync.demo_auth.DemoAuthorizationServer` issued (``client_credentials``,
+  :class:`~mcpsync.demo_server.auth.DemoAuthorizationServer` issued (``client_credentials``,
   client ``bench``), else ``401`` with ``WWW-Authenticate: Bearer resource_metadata=...``;
   plus the RFC 9728 / RFC 8414 metadata documents and ``/token``. A ``DPoP Authorization``
   is taken as well, and a token request with a ``DPoP`` proof gets ``token_type`` ``DPoP``;
@@ -133,7 +133,7 @@ class _Server(socketserver.ThreadingTCPServer):
 
 
 def serve() -> int:
-    from mcpsync.demo_auth import DemoAuthorizationServer
+    from mcpsync.demo_server.auth import DemoAuthorizationServer
 
     server = _Server(("127.0.0.1", 0), _AuthHandler)
     server.base = f"http://127.0.0.1:{server.server_address[1]}"

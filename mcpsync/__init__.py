@@ -98,8 +98,6 @@ if TYPE_CHECKING:
     from . import handlers as handlers
     from . import skills as skills
     from . import smoke as smoke
-    from ._restart import RestartEvent, RestartPolicy
-    from ._tasks import TaskFuture
     from .cards import server_card as server_card
     from .cards import server_cards as server_cards
     from .config import (
@@ -113,10 +111,12 @@ if TYPE_CHECKING:
         oauth_for_entry,
         parse_entry,
     )
-    from .connection import Progress
     from .filters import ToolExcluded
     from .host import ConsentDenied, Host, HostTool, ServerStatus, UnknownTool, ask_on_terminal
+    from .rpc.connection import Progress
     from .session import Session
+    from .session.restart import RestartEvent, RestartPolicy
+    from .session.tasks import TaskFuture
 
     connect = Session.connect
 
@@ -125,10 +125,10 @@ if TYPE_CHECKING:
 _LAZY: dict[str, str] = {
     "connect": ".session:Session.connect",  # the one obvious entry: Session.connect itself
     "Session": ".session:Session",
-    "Progress": ".connection:Progress",
-    "RestartPolicy": "._restart:RestartPolicy",
-    "RestartEvent": "._restart:RestartEvent",
-    "TaskFuture": "._tasks:TaskFuture",
+    "Progress": ".rpc.connection:Progress",
+    "RestartPolicy": ".session.restart:RestartPolicy",
+    "RestartEvent": ".session.restart:RestartEvent",
+    "TaskFuture": ".session.tasks:TaskFuture",
     "ToolExcluded": ".filters:ToolExcluded",
     "display": ".display",
     "handlers": ".handlers",

@@ -257,7 +257,7 @@ class SessionClosed(MCPSyncError):
 class ForkedError(SessionClosed):
     """A session, host or transport used in a child of ``os.fork()``: it belongs to the
     process that opened it (``owner_pid``); this one (``pid``) shares its pipes and sockets
-    but none of its threads. Open a new one in the child (``mcpsync._lifecycle``)."""
+    but none of its threads. Open a new one in the child (``mcpsync.runtime.lifecycle``)."""
 
     def __init__(self, what: str, owner_pid: int, pid: int) -> None:
         self.owner_pid = owner_pid

@@ -18,8 +18,8 @@ import pytest
 
 import mcpsync
 from mcpsync.auth import MemoryTokenStore, OAuth
-from mcpsync.demo_auth import DemoAuthorizationServer
-from mcpsync.demo_http import DemoHTTPServer
+from mcpsync.demo_server.auth import DemoAuthorizationServer
+from mcpsync.demo_server.http import DemoHTTPServer
 from mcpsync.errors import AuthError
 
 SECRET = "cc-SECRET-1c2d3e4f5a6b"

@@ -19,7 +19,7 @@ from mcpsync import cli
 from mcpsync.auth import FileTokenStore, MemoryTokenStore, OAuth
 from mcpsync.auth.storage import default_store_path
 from mcpsync.config import parse_entry
-from mcpsync.demo_http import DemoHTTPServer
+from mcpsync.demo_server.http import DemoHTTPServer
 from mcpsync.errors import ConfigError
 
 SVC_SECRET = "svc-SECRET-4b1d"

@@ -21,9 +21,9 @@ import pytest
 from servers.stall_http import HOLD, StallHTTP, _Handler
 
 import mcpsync
-from mcpsync._sending import NOTICE_TIMEOUT
-from mcpsync.connection import CLOSE_TIMEOUT
 from mcpsync.errors import RequestTimeout
+from mcpsync.rpc.connection import CLOSE_TIMEOUT
+from mcpsync.rpc.sending import NOTICE_TIMEOUT
 
 SLACK = 0.5
 

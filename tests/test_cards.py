@@ -23,7 +23,7 @@ from mcpsync.cards import (
     server_card,
     server_cards,
 )
-from mcpsync.demo_http import DemoHTTPServer
+from mcpsync.demo_server.http import DemoHTTPServer
 
 SCHEMA = "https://static.modelcontextprotocol.io/schemas/v1/server-card.schema.json"
 

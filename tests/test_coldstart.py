@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from mcpsync import _typed
+from mcpsync import typed as _typed
 
 
 def _run(code: str, timeout: float = 60.0) -> str:
@@ -25,7 +25,7 @@ def _run(code: str, timeout: float = 60.0) -> str:
 PREFETCHED = """
 import sys, threading, types
 import mcpsync
-from mcpsync import _typed
+from mcpsync import typed as _typed
 assert "mcp_types" not in sys.modules and "pydantic" not in sys.modules
 with mcpsync.Session.connect([sys.executable, "-m", "mcpsync.demo_server"], era="legacy") as s:
     # connect imported mcp_types and built the commonest result's validator (the prefetch)
@@ -51,7 +51,7 @@ def test_connect_imports_mcp_types_plainly_in_the_background():
 
 RACE = """
 import sys, threading
-from mcpsync import _typed
+from mcpsync import typed as _typed
 _typed.prefetch()  # the import runs in the background thread ...
 got, errors = [], []
 start = threading.Barrier(4)
@@ -123,7 +123,7 @@ def test_invalid_result_is_a_protocol_error():
 
 FORK = """
 import os, sys, time
-from mcpsync import _typed
+from mcpsync import typed as _typed
 _typed.prefetch()           # the import runs in a background thread ...
 pid = os.fork()             # ... and a fork right now waits for it (register_at_fork)
 if pid == 0:
@@ -225,7 +225,7 @@ assert handlers is sys.modules["mcpsync.handlers"] and callable(handlers.decline
 assert smoke is sys.modules["mcpsync.smoke"] and callable(smoke.run)  # a plain module
 assert skills.SkillEntry is SkillEntry and config.ServerEntry is mcpsync.ServerEntry
 from mcpsync.session import Session
-from mcpsync._restart_policy import RestartPolicy
+from mcpsync.session.restart_policy import RestartPolicy
 assert mcpsync.Session is Session and mcpsync.RestartPolicy is RestartPolicy
 # the submodules a bare ``import mcpsync`` used to load stay reachable as attributes
 assert mcpsync.config.entries.ServerEntry is mcpsync.ServerEntry
@@ -263,7 +263,7 @@ def test_every_public_name_still_resolves():
 
 SLOW_PREFETCH_START = """
 import threading
-from mcpsync import _typed
+from mcpsync import typed as _typed
 
 # Another thread wants the models while the prefetch thread is being started (on a loaded
 # machine start() can take milliseconds): it must not find a thread it cannot join yet.

@@ -20,7 +20,7 @@ from mcpsync.auth import OAuth
 from mcpsync.auth.device import DEVICE_CODE_GRANT, DeviceFlow
 from mcpsync.auth.dpop import SUPPORTED_ALGS
 from mcpsync.config import ConfigEntryError, load_config, oauth_for_entry, parse_entry
-from mcpsync.demo_http import DemoHTTPServer
+from mcpsync.demo_server.http import DemoHTTPServer
 
 SECRET = "app-secret-0123456789"
 IDP_SECRET = "idp-secret-9876543210"

@@ -19,7 +19,7 @@ import requests
 
 import mcpsync
 from mcpsync.auth import FileTokenStore, OAuth
-from mcpsync.demo_http import DemoHTTPServer
+from mcpsync.demo_server.http import DemoHTTPServer
 
 
 def _listening(port: int) -> bool:
@@ -149,7 +149,7 @@ def test_detach_prints_the_pid_and_kill_stops_it():
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     p = subprocess.run(
-        [sys.executable, "-m", "mcpsync.demo_http", "--port", str(port), "--detach"],
+        [sys.executable, "-m", "mcpsync.demo_server.http", "--port", str(port), "--detach"],
         capture_output=True,
         text=True,
         timeout=60,

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 import mcpsync
-from mcpsync import _lifecycle
 from mcpsync.errors import ForkedError, MCPSyncError, SessionClosed
 from mcpsync.host import Host
+from mcpsync.runtime import lifecycle as _lifecycle
 from tests.fakes import FakeServer
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
@@ -32,7 +32,7 @@ def _in_child(body: Callable[[], dict[str, Any]], *, hold: bool = False) -> tupl
     release fd): with ``hold`` the child then waits until the release fd is written/closed."""
     results_r, results_w = os.pipe()
     release_r, release_w = os.pipe()
-    # (no thread is inside a logging handler at the fork: mcpsync._logfork's at-fork hook)
+    # (no thread is inside a logging handler at the fork: mcpsync.runtime.logfork's at-fork hook)
     pid = os.fork()
     if pid == 0:  # the child: never return into pytest
         code = 0
@@ -203,7 +203,7 @@ def test_forked_host_refuses_and_its_close_signals_nothing() -> None:
 def test_forked_http_session_sends_nothing() -> None:
     """Streamable HTTP: the child's call is refused and its close() sends no DELETE (the
     server still knows the parent's session, which goes on without re-initializing)."""
-    from mcpsync.demo_http import DemoHTTPServer
+    from mcpsync.demo_server.http import DemoHTTPServer
 
     with DemoHTTPServer() as server:
         with mcpsync.Session.connect(server.url, name="demo-http-fork") as session:
@@ -384,7 +384,7 @@ def test_a_validator_lock_held_by_a_parent_thread_does_not_block_the_child() -> 
     the child's own first builds must not wait for a thread it does not have."""
     import threading
 
-    from mcpsync import _typed
+    from mcpsync import typed as _typed
 
     _typed.types()
     held, release = threading.Event(), threading.Event()

@@ -1,5 +1,5 @@
 """Logging across os.fork(): a child forked while another thread is inside a logging
-handler's emit can still log through that handler (mcpsync._logfork's at-fork hook holds
+handler's emit can still log through that handler (mcpsync.runtime.logfork's at-fork hook holds
 the handlers' locks across the fork); the hook is bounded and re-entrant."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 import mcpsync
-from mcpsync import _logfork
+from mcpsync.runtime import logfork as _logfork
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 

@@ -11,7 +11,7 @@ import requests
 
 import mcpsync
 from mcpsync.auth import OAuth
-from mcpsync.demo_http import DemoHTTPServer
+from mcpsync.demo_server.http import DemoHTTPServer
 from mcpsync.transports.http.requestauth import RequestAuth
 
 CLIENTS = {"svc": "s3cret"}

@@ -434,7 +434,7 @@ def test_with_the_restart_policy_a_call_the_server_had_read_is_server_restarted(
 
 def test_demo_http_server_sse_replies(no_leaks):
     port = free_port()
-    argv = ["mcpsync.demo_http", "--port", str(port)]
+    argv = ["mcpsync.demo_server.http", "--port", str(port)]
 
     def check(s: mcpsync.Session, server: Any) -> None:
         assert echoed(s, "two") == "two"

@@ -14,7 +14,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from mcpsync import _typed, jsonrpc
+from mcpsync import jsonrpc
+from mcpsync import typed as _typed
 
 
 class Color(enum.Enum):

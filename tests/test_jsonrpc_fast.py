@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from mcpsync import _typed, jsonrpc
+from mcpsync import jsonrpc
+from mcpsync import typed as _typed
 from mcpsync.errors import ProtocolError
 
 ACCEPTED = [

@@ -121,3 +121,9 @@ def test_graph_finds_a_cycle_through_a_lazy_import(tmp_path: Path) -> None:
     assert tool.cycles(edges) == [["mcpsync.x", "mcpsync.y", "mcpsync.z"]]
     path = tool.cycle_path(["mcpsync.x", "mcpsync.y", "mcpsync.z"], edges)
     assert path == ["mcpsync.x", "mcpsync.y", "mcpsync.z", "mcpsync.x"]
+
+
+def test_the_package_root_holds_at_most_ten_modules() -> None:
+    # issue 27: every other module lives in a subpackage named after its step of the journey
+    modules = sorted(p.name for p in PACKAGE_DIR.glob("*.py"))
+    assert len(modules) <= 10, f"{len(modules)} modules at the root: {modules}"

@@ -9,7 +9,7 @@ import threading
 from servers.launch import demo_argv
 
 import mcpsync
-from mcpsync.demo_http import DemoHTTPServer
+from mcpsync.demo_server.http import DemoHTTPServer
 
 THREADS = 8
 CALLS = 150

@@ -232,7 +232,7 @@ atexit.register(lambda: print("exit-hooks", time.monotonic() - _exit_at[0], flus
 def test_interpreter_exit_is_bounded_with_stubborn_servers() -> None:
     """Servers that ignore stdin EOF and SIGTERM: exit still ends them (the ladder's
     SIGKILL) within the exit bound (2 s here), without waiting for the parent-death signal."""
-    code = EXIT_SPAN + "import mcpsync._lifecycle as l; l.EXIT_TIMEOUT = 2.0\n" + HOST
+    code = EXIT_SPAN + "import mcpsync.runtime.lifecycle as l; l.EXIT_TIMEOUT = 2.0\n" + HOST
     proc = subprocess.Popen(
         [sys.executable, "-c", code, STUBBORN, "--exit"],
         stdout=subprocess.PIPE,

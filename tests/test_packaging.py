@@ -31,7 +31,7 @@ OPTIONAL_IMPORTS: dict[str, str | None] = {
     "IPython": None,  # display helpers: only inside a notebook / IPython, which has it
     "jwt": "jwt",  # private_key_jwt client authentication
     "cryptography": "jwt",  # DPoP key pairs and proofs (mcpsync.auth.dpop)
-    "pytest": None,  # mcpsync.pytest_plugin: loaded by pytest itself
+    "pytest": None,  # mcpsync.testing.pytest_plugin: loaded by pytest itself
     "mcp": None,  # mcpsync.testing.serve(app): the caller passes its own SDK server object
     "anyio": None,  # ... whose SDK brings anyio
     "fastmcp": None,  # ... or its own FastMCP server object

@@ -22,13 +22,13 @@ import pytest
 from fakes import FakeServer
 
 import mcpsync
-from mcpsync import connection as connection_module
 from mcpsync.host import Host
 from mcpsync.protocol import DEFAULT_OPTIONS, CallOptions, Era, Interest
 from mcpsync.protocol.choose import DEFAULT_CACHES, Caches, server_identity
 from mcpsync.protocol.legacy import LegacyEra
 from mcpsync.protocol.modern import ModernEra
 from mcpsync.protocol.modern.envelope import SERVER_INFO_KEY
+from mcpsync.rpc import connection as connection_module
 
 PACKAGE = Path(mcpsync.__file__).parent
 MODERN = "2026-07-28"
@@ -68,7 +68,7 @@ def _imports(path: Path) -> set[str]:
 
 
 def test_the_facade_has_no_era_branches():
-    source = (PACKAGE / "session.py").read_text()
+    source = (PACKAGE / "session" / "__init__.py").read_text()
     for needle in ("_modern", "era ==", "era !=", "ModernFuture", "ModernEra", "LegacyEra"):
         assert needle not in source, (
             f"session.py mentions {needle!r}: era logic belongs in protocol/"
@@ -214,7 +214,7 @@ def test_a_custom_connect_gets_caches_only_when_the_host_was_given_them():
 
 def test_help_shows_no_ellipsis_and_default_reads_well():
     """The "not given" timeout reads as DEFAULT in help() and the signatures, never Ellipsis."""
-    from mcpsync.connection import DEFAULT, Connection
+    from mcpsync.rpc.connection import DEFAULT, Connection
 
     for obj in (mcpsync.Session, Connection, mcpsync.Host, mcpsync.protocol.CallOptions):
         text = pydoc.render_doc(obj, renderer=pydoc.plaintext)
@@ -227,7 +227,7 @@ def test_help_shows_no_ellipsis_and_default_reads_well():
 
 
 def test_timeout_default_given_explicitly_is_the_sessions(no_leaks):
-    from mcpsync.connection import DEFAULT
+    from mcpsync.rpc.connection import DEFAULT
 
     server = FakeServer(handlers={"slow": lambda m: None, "echo": lambda m: {"ok": 1}})
     with mcpsync.Session.connect(server.transport, timeout=0.2, _caches=Caches()) as s:
@@ -243,7 +243,7 @@ WARM_CHECK = """
 import sys, mcpsync
 assert "mcp_types" not in sys.modules and "jsonschema" not in sys.modules  # import stays cheap
 with mcpsync.Session.connect([sys.executable, "-m", "mcpsync.demo_server"], era="legacy") as s:
-    from mcpsync import _typed
+    from mcpsync import typed as _typed
     assert "mcp_types" in sys.modules, "not warmed by connect"
     missing = [m for m in _typed.WARM_MODELS if m not in _typed._validators]
     assert not missing, missing

@@ -157,7 +157,7 @@ def test_blocks(mcp_session):
 
 def test_marker_with_a_url(pytester: pytest.Pytester):
     proc = subprocess.Popen(
-        [sys.executable, "-m", "mcpsync.demo_http", "--port", "0"],
+        [sys.executable, "-m", "mcpsync.demo_server.http", "--port", "0"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -16,7 +16,7 @@ from test_restart import LogWatch
 
 import mcpsync
 from mcpsync import RestartEvent, RestartPolicy, ServerRestarted
-from mcpsync.demo_http import DemoHTTPServer
+from mcpsync.demo_server.http import DemoHTTPServer
 from mcpsync.errors import ConnectError, ServerExited, SessionExpired
 
 WAIT = 30.0

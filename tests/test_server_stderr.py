@@ -132,7 +132,7 @@ def test_a_silent_server_s_timeout_carries_what_it_printed(no_leaks):
 
 
 def test_the_words_that_count_as_trouble():
-    from mcpsync._serverlog import looks_like_trouble
+    from mcpsync.session.serverlog import looks_like_trouble
 
     for text in (USAGE, "Error: ENOENT", "WARNING: no API key", "Traceback (most recent",
                  "OPENAI_API_KEY not set", "failed to load config"):  # fmt: skip

@@ -13,7 +13,8 @@ import pytest
 from servers.launch import demo_argv
 
 import mcpsync
-from mcpsync import RestartEvent, RestartPolicy, _lifecycle
+from mcpsync import RestartEvent, RestartPolicy
+from mcpsync.runtime import lifecycle as _lifecycle
 
 #: the demo server runs as a real process (tests/tiers.py: the spawn audit wants the mark)
 pytestmark = pytest.mark.real_server

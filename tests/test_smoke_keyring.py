@@ -34,7 +34,7 @@ from mcpsync import cli  # noqa: E402
 from mcpsync.auth import OAuth, TokenStoreSpec  # noqa: E402
 from mcpsync.auth.keyring_store import KeyringTokenStore  # noqa: E402
 from mcpsync.auth.storage import FileTokenStore, MemoryTokenStore  # noqa: E402
-from mcpsync.demo_http import DemoHTTPServer  # noqa: E402
+from mcpsync.demo_server.http import DemoHTTPServer  # noqa: E402
 from mcpsync.errors import ConfigError  # noqa: E402
 
 SECRET = "svc-SECRET-k3y"

@@ -190,7 +190,7 @@ def test_ctrl_c_during_a_blocking_task_call_cancels_only_that_task(no_leaks, tmp
         """
         import json, sys, threading
         import mcpsync
-        from mcpsync import _tasks
+        from mcpsync.session import tasks as _tasks
         argv = json.loads(sys.argv[1])
         # The scenario: Ctrl-C while the blocking call waits for the task. The log line goes
         # out once the main thread waits there (on a loaded machine it may still be finishing

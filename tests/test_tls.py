@@ -25,8 +25,8 @@ import mcpsync  # noqa: E402
 from mcpsync import cli  # noqa: E402
 from mcpsync.auth import OAuth  # noqa: E402
 from mcpsync.config import parse_entry  # noqa: E402
-from mcpsync.demo_auth import DemoAuthorizationServer  # noqa: E402
-from mcpsync.demo_http import DemoHTTPServer  # noqa: E402
+from mcpsync.demo_server.auth import DemoAuthorizationServer  # noqa: E402
+from mcpsync.demo_server.http import DemoHTTPServer  # noqa: E402
 from mcpsync.errors import AuthError, TLSError  # noqa: E402
 
 SECRET = "tls-client-SECRET-9f8e7d"

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from mcpsync.connection import Connection
 from mcpsync.errors import ProtocolError, RequestCancelled
+from mcpsync.rpc.connection import Connection
 from mcpsync.transports import base
 from mcpsync.transports.base import Features, Message, OnClose, OnError, OnMessage, Transport
 from mcpsync.transports.http.legacy_sse import LegacySSETransport

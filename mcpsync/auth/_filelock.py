@@ -5,7 +5,7 @@ its ``hold(exclusive=, timeout=, prepare=)`` context manager: a thread lock, re-
 by the thread holding it, in front of ``flock`` on the file (POSIX; between processes;
 per open file description, hence the thread lock). Both waits are bounded
 (:class:`~mcpsync.errors.LockTimeout` naming the lock file); the lock file is opened as
-:func:`mcpsync._cachedir.open_private` says (no symbolic link, 0600). A forked child starts
+:func:`mcpsync.runtime.cachedir.open_private` says (no symbolic link, 0600). A forked child starts
 with every lock of its process free. Used by the token stores (:mod:`.storage`,
 :mod:`.keyring_store`).
 """
@@ -18,8 +18,8 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 
-from .._cachedir import open_private
 from ..errors import ConfigError, LockTimeout, UnsafePathError
+from ..runtime.cachedir import open_private
 
 try:  # POSIX advisory locks; absent on Windows
     import fcntl

@@ -8,7 +8,7 @@ backend (``keyring.set_keyring(...)`` or its configuration file choose another);
 backend failure is a :class:`~mcpsync.errors.ConfigError` that names the operation and
 the backend, never a value. :meth:`KeyringTokenStore.locked` holds the store against the
 other threads and processes using the same service (a lock file ``keyring-<service>.lock``
-in the per-user cache folder, made and checked as :mod:`mcpsync._cachedir` says), as
+in the per-user cache folder, made and checked as :mod:`mcpsync.runtime.cachedir` says), as
 ``OAuth`` does across a refresh.
 
 >>> from mcpsync.auth.keyring_store import KeyringTokenStore    # doctest: +SKIP
@@ -24,8 +24,8 @@ import os
 import threading
 from typing import Any
 
-from .._cachedir import private_dir, user_cache_dir
 from ..errors import ConfigError
+from ..runtime.cachedir import private_dir, user_cache_dir
 from ._filelock import file_lock
 
 __all__ = ["KeyringTokenStore"]

@@ -47,8 +47,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from .._cachedir import open_private, private_dir, user_cache_dir
 from ..errors import ConfigError, LockTimeout, UnsafePathError
+from ..runtime.cachedir import open_private, private_dir, user_cache_dir
 from ._filelock import file_lock
 
 __all__ = [
@@ -136,7 +136,7 @@ class FileTokenStore:
 
     Its folder is made 0700 (whatever the umask) and refused when another user owns it or
     group/others can write to it; the file and its ``.lock`` are opened without following
-    symbolic links (:mod:`mcpsync._cachedir`): :class:`~mcpsync.errors.UnsafePathError`,
+    symbolic links (:mod:`mcpsync.runtime.cachedir`): :class:`~mcpsync.errors.UnsafePathError`,
     nothing read or written. Every operation holds the lock: a thread lock per file in
     this process, and (POSIX) ``flock`` on ``<file>.lock`` between processes, waited for
     at most ``lock_timeout`` seconds (:class:`~mcpsync.errors.LockTimeout` naming the

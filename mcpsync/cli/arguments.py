@@ -49,7 +49,7 @@ targets:
 examples (the first five run as written; the rest need Node or your own config):
   mcpsync demo
   mcpsync call echo message=hi -- python -m mcpsync.demo_server
-  pid=$(python -m mcpsync.demo_http --port 8000 --detach)   # the demo server over HTTP
+  pid=$(python -m mcpsync.demo_server.http --port 8000 --detach)   # the demo server over HTTP
   mcpsync call http://127.0.0.1:8000/mcp add a=1 b=2
   kill $pid
   mcpsync inspect -- npx -y @modelcontextprotocol/server-everything stdio

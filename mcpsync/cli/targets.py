@@ -191,7 +191,7 @@ def _import_client(kwargs: dict[str, Any]) -> None:
     shows are the server's (and the network's), not this process's imports."""
     import importlib
 
-    from .. import _typed
+    from .. import typed as _typed
 
     _typed.types()  # the wire models (pydantic; each model built on its first use)
     if isinstance(kwargs.get("target"), list):

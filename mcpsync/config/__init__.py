@@ -48,7 +48,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .. import _lazy
+from ..runtime import lazy as _lazy
 
 if TYPE_CHECKING:
     from .entries import TRANSPORTS as TRANSPORTS

@@ -33,11 +33,11 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._forksafe import own_host, release_host
-from .._lifecycle import check as _check_fork
-from .._lifecycle import forked as _forked
 from ..config import Config, ConfigEntryError, ServerEntry, load_config
 from ..errors import CapabilityError, ConfigError, MCPSyncError, SessionClosed
+from ..runtime.lifecycle import check as _check_fork
+from ..runtime.lifecycle import forked as _forked
+from ..session.forksafe import own_host, release_host
 from .restarts import failure_of, give_transport_factory, restarts_of
 from .routing import _ToolRouting
 from .servers import (

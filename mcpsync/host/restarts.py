@@ -22,7 +22,7 @@ def give_transport_factory(
     """Before the host replaces an argv target by a transport it made: a restart policy in
     ``kwargs`` gets a ``make_transport`` that makes the same stdio transport again
     (``ConfigError`` for a malformed ``restart`` setting)."""
-    from .._restart import RestartPolicy  # late: the host imports the session layer lazily
+    from ..session.restart import RestartPolicy  # late: the host imports the session layer lazily
     from ..transports.select import stdio_transport
 
     policy = RestartPolicy.of(kwargs.get("restart"), where=f"server {name!r}: restart")

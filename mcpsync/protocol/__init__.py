@@ -21,11 +21,11 @@ from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
-from .._calls import DEFAULT, Default
 from ..errors import HandshakeError
+from ..rpc.calls import DEFAULT, Default
 
 if TYPE_CHECKING:
-    from ..connection import Connection, Progress
+    from ..rpc.connection import Connection, Progress
 
 __all__ = [
     "Agreement",

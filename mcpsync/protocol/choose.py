@@ -47,7 +47,6 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .. import jsonrpc
-from ..connection import Connection
 from ..errors import (
     ConfigError,
     HandshakeError,
@@ -58,6 +57,7 @@ from ..errors import (
     TransportError,
     VersionMismatch,
 )
+from ..rpc.connection import Connection
 from ..transports.base import Transport
 from ..versions import HANDSHAKE_VERSIONS, MODERN_VERSIONS
 from . import Agreement, Era, Interest, ToolIndex

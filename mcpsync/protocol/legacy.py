@@ -16,9 +16,9 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
-from .._calls import Default
-from ..connection import Connection
 from ..errors import HandshakeError, ProtocolError, VersionMismatch
+from ..rpc.calls import Default
+from ..rpc.connection import Connection
 from ..versions import HANDSHAKE_VERSIONS, LATEST_HANDSHAKE_VERSION
 from . import UNSET, Agreement, CallOptions, Convert, Derived, Era, ToolIndex
 

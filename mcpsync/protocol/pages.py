@@ -14,8 +14,8 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
-from .._calls import Default
 from ..errors import CapabilityError, MCPSyncError, ProtocolError, RequestTimeout
+from ..rpc.calls import Default
 from . import UNSET, Era, settle
 
 __all__ = ["MAX_PAGES", "NEEDS", "collect_pages", "require"]

@@ -19,8 +19,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import jsonrpc
-from .._sending import notify_later
-from ..connection import Connection
 from ..errors import (
     HandshakeError,
     HTTPStatusError,
@@ -30,6 +28,8 @@ from ..errors import (
     ServerError,
     VersionMismatch,
 )
+from ..rpc.connection import Connection
+from ..rpc.sending import notify_later
 from ..transports.http.headers import standard_headers
 from ..versions import HANDSHAKE_VERSIONS, MODERN_VERSIONS
 from .legacy import initialize_params

@@ -1,7 +1,7 @@
 """Era verdicts that outlive the process: one JSON file in the per-user cache folder.
 
 Owns: ``VerdictFile``: reading, writing and forgetting the verdicts kept on disk, and the
-rules for that file: ``<user_cache_dir()>/era-verdicts.json`` (``mcpsync._cachedir``),
+rules for that file: ``<user_cache_dir()>/era-verdicts.json`` (``mcpsync.runtime.cachedir``),
 data only (``{"version": 1, "verdicts": {server key: {"era", "why", "at"}}}``; the keys
 are the digests ``choose.server_identity`` makes, no secret is kept in clear), written
 atomically (a temp file beside it, mode 0600, then ``os.replace``), at most
@@ -31,8 +31,8 @@ import threading
 import time
 from typing import Any
 
-from .._cachedir import check_private_dir, private_dir, user_cache_dir
 from ..errors import UnsafePathError
+from ..runtime.cachedir import check_private_dir, private_dir, user_cache_dir
 
 __all__ = ["VerdictFile", "FILE_NAME", "MAX_ENTRIES", "MAX_AGE", "MAX_BYTES"]
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .. import _lazy
+from ..runtime import lazy as _lazy
 from .client import Skills
 
 if TYPE_CHECKING:

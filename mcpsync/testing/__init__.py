@@ -4,7 +4,7 @@ Owns nothing itself: re-exports :func:`serve` (``mcpsync.testing.serve``: run an
 or ``fastmcp`` server object on a private event-loop thread and get a connected
 :class:`~mcpsync.Session` over the in-memory transport) and the snapshot helpers
 (:func:`snapshot`, :func:`assert_matches_snapshot`, :func:`snapshot_data`,
-:func:`diff_snapshots`). The pytest fixtures live in :mod:`mcpsync.pytest_plugin`.
+:func:`diff_snapshots`). The pytest fixtures live in :mod:`mcpsync.testing.pytest_plugin`.
 """
 
 from __future__ import annotations

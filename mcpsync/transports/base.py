@@ -4,7 +4,7 @@ Owns: the ``Transport`` interface every transport implements, declared in full: 
 operations, the ``Features`` a transport has (what the layers above may rely on; they
 never look at ``kind`` or probe for methods), and the optional hooks with their defaults.
 A transport knows bytes, framing and connection management; it knows nothing of request
-ids, futures or capabilities — correlation lives in ``mcpsync.connection``.
+ids, futures or capabilities — correlation lives in ``mcpsync.rpc.connection``.
 
 Threading contract:
 - ``start(on_message, on_close)`` opens the stream and starts the transport's own reader
@@ -27,7 +27,7 @@ Threading contract:
   without touching the peer: nothing sent, no signal, no read; ``close()`` there does only
   this. ``exit_soon(deadline)``: interpreter exit is near, one non-blocking step towards
   ending (True while more are needed).
-  A started transport is registered with ``mcpsync._lifecycle``, which calls both.
+  A started transport is registered with ``mcpsync.runtime.lifecycle``, which calls both.
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .._lifecycle import UNOWNED, Owner, forked, own
-from .._lifecycle import error as _forked_error
+from ..runtime.lifecycle import UNOWNED, Owner, forked, own
+from ..runtime.lifecycle import error as _forked_error
 
 __all__ = ["Transport", "Features", "Message", "OnMessage", "OnClose", "OnError"]
 
@@ -209,7 +209,7 @@ class Transport(ABC):
             self._on_close(error)
 
 
-# what mcpsync._lifecycle calls on a started transport (module functions: it holds no reference)
+# what mcpsync.runtime.lifecycle calls on a started transport (module functions: it holds no reference)
 def _abandon(transport: Transport) -> None:
     transport.abandon()
 

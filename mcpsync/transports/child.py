@@ -138,7 +138,7 @@ class ChildProcess:
         except subprocess.TimeoutExpired:
             return None
 
-    # -- the process lifecycle (mcpsync._lifecycle calls these, through the transport) -------
+    # -- the process lifecycle (mcpsync.runtime.lifecycle calls these, through the transport) -------
 
     def abandon(self) -> None:
         """In a child of ``os.fork()``: close this process's copies of the pipes. The server,

@@ -15,9 +15,9 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from .._lifecycle import forked
 from ..errors import ProtocolError, TransportError
 from ..jsonrpc import decode, encode
+from ..runtime.lifecycle import forked
 from .base import Features, Message, OnClose, OnError, OnMessage, Transport
 
 __all__ = ["MemoryTransport", "memory_pair"]

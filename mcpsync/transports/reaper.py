@@ -47,7 +47,7 @@ import socket
 import subprocess
 import threading
 
-from .._lifecycle import after_fork
+from ..runtime.lifecycle import after_fork
 
 __all__ = ["Reaper", "REAPER", "watch", "forget", "enabled", "GRACE", "SHELL"]
 

@@ -16,7 +16,7 @@ import threading
 from _thread import get_ident
 from typing import Any, Protocol
 
-from .._lifecycle import after_fork
+from ..runtime.lifecycle import after_fork
 
 __all__ = ["_GUARD", "_MAIN_IDENT"]
 

@@ -53,8 +53,8 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from .._lifecycle import after_fork, this_process
 from ..errors import TransportError
+from ..runtime.lifecycle import after_fork, this_process
 from . import reaper, windows
 
 __all__ = ["spawn", "ServerProcess", "METHOD", "method", "SPAWN_TIMEOUT"]

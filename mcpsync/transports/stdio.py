@@ -66,9 +66,9 @@ from _thread import get_ident
 from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
-from .._lifecycle import forked
 from ..errors import ConfigError, ServerExited, TransportError, WriteTimeout
 from ..jsonrpc import encode
+from ..runtime.lifecycle import forked
 from .base import Features, Message, OnClose, OnError, OnMessage, Transport
 from .child import DEFAULT_INHERITED_ENV, ChildProcess, default_environment
 from .ndjson import LineFramer, MessageTooLarge

@@ -3,7 +3,7 @@ whole token family revoked when a rotated refresh token comes back (OAuth 2.1 se
 "refresh token reuse detection", as Auth0, Okta and others do it).
 
 Owns: :class:`FamilyAuthorizationServer`, the demo authorization server
-(:class:`mcpsync.demo_auth.DemoAuthorizationServer`) with
+(:class:`mcpsync.demo_server.auth.DemoAuthorizationServer`) with
 
 - *families*: the tokens of one authorization and every refresh after it;
 - *epochs*: an access token is good only in the epoch it was issued in; :meth:`expire`
@@ -14,7 +14,7 @@ Owns: :class:`FamilyAuthorizationServer`, the demo authorization server
 - ``revoke_on_reuse=False``: a rotating server that only refuses a used refresh token
   (``invalid_grant``) without revoking the family.
 
-Mount it on :class:`mcpsync.demo_http.DemoHTTPServer` with :func:`serve`.
+Mount it on :class:`mcpsync.demo_server.http.DemoHTTPServer` with :func:`serve`.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qs
 
-from mcpsync.demo_auth import DemoAuthorizationServer, Reply, _oauth_error
-from mcpsync.demo_http import DemoHTTPServer
+from mcpsync.demo_server.auth import DemoAuthorizationServer, Reply, _oauth_error
+from mcpsync.demo_server.http import DemoHTTPServer
 
 __all__ = ["FamilyAuthorizationServer", "serve"]
 

@@ -23,8 +23,6 @@ from concurrent.futures import wait as futures_wait
 from typing import Any
 
 from ... import jsonrpc
-from ..._calls import Default
-from ...connection import Connection
 from ...errors import (
     CapabilityError,
     HandshakeError,
@@ -34,6 +32,8 @@ from ...errors import (
     RequestTimeout,
     ServerError,
 )
+from ...rpc.calls import Default
+from ...rpc.connection import Connection
 from ...transports.http.headers import header_declarations, param_headers
 from .. import UNSET, Agreement, CallOptions, Convert, Era, Interest, settle
 from .cache import HINT_CACHE, HintCache

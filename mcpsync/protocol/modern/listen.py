@@ -15,8 +15,8 @@ from concurrent.futures import Future
 from typing import Any
 
 from ... import jsonrpc
-from ...connection import Connection
 from ...errors import MCPSyncError, ProtocolError, RequestTimeout, ServerError
+from ...rpc.connection import Connection
 from .envelope import LISTEN_TIMEOUT
 
 __all__ = ["Listener"]

@@ -15,8 +15,8 @@ from concurrent.futures import Future
 from typing import Any
 
 from ... import jsonrpc
-from ...connection import Connection
 from ...errors import MCPSyncError, ProtocolError, RequestCancelled, RequestTimeout, ServerError
+from ...rpc.connection import Connection
 from .. import CallOptions
 from .envelope import dict_at
 

@@ -33,7 +33,6 @@ from urllib.parse import urljoin
 
 import requests
 
-from ..._lifecycle import forked
 from ...errors import (
     ConnectError,
     MCPSyncError,
@@ -42,6 +41,7 @@ from ...errors import (
     TransportError,
 )
 from ...jsonrpc import encode
+from ...runtime.lifecycle import forked
 from ..base import Features, Message, OnClose, OnError, OnMessage
 from .client import (
     ACCEPT_SSE,

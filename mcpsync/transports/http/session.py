@@ -70,7 +70,7 @@ class SessionLifecycle:
 
     #: Runs the MCP handshake again on this transport (blocking, bounded by the session's
     #: timeouts): the session's own re-initialization, set by the layer that owns the
-    #: session (``mcpsync._restart.heal_expiry``). With it, a request whose re-send after
+    #: session (``mcpsync.session.restart.heal_expiry``). With it, a request whose re-send after
     #: a re-initialization meets another expiry leads the next one itself (see
     #: ``_expired_again``); without it, that request gets ``SessionExpired``.
     reinitialize_session: Callable[[], None] | None = None

@@ -37,7 +37,6 @@ from typing import Any
 
 import requests
 
-from ..._lifecycle import forked
 from ...errors import (
     ConnectError,
     MCPSyncError,
@@ -47,6 +46,7 @@ from ...errors import (
     TransportError,
 )
 from ...jsonrpc import decode, encode
+from ...runtime.lifecycle import forked
 from ...versions import is_modern
 from ..base import Features, Message, OnClose, OnError, OnMessage
 from .client import (

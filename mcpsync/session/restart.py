@@ -34,12 +34,8 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from . import _bringup, _lifecycle, _typed
-from ._forksafe import own_session
-from ._guard import Guard, is_death
-from ._restart_policy import RestartEvent, RestartPolicy, words
-from .connection import CLOSE_TIMEOUT, Connection, join_until
-from .errors import (
+from .. import typed as _typed
+from ..errors import (
     ConfigError,
     HTTPStatusError,
     MCPSyncError,
@@ -50,8 +46,14 @@ from .errors import (
     SessionExpired,
     TransportError,
 )
-from .protocol import Era
-from .transports.base import Transport
+from ..protocol import Era
+from ..rpc.connection import CLOSE_TIMEOUT, Connection, join_until
+from ..runtime import lifecycle as _lifecycle
+from ..transports.base import Transport
+from . import bringup as _bringup
+from .forksafe import own_session
+from .guard import Guard, is_death
+from .restart_policy import RestartEvent, RestartPolicy, words
 
 #: a ``mcpsync.session.Session`` (not imported: the session module imports this one)
 Session = Any

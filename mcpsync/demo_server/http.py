@@ -5,13 +5,13 @@ Owns: serving :class:`~mcpsync.demo_server.DemoServer` over HTTP with the standa
 SSE stream, so its progress and log notifications arrive before its response; server ->
 client requests ride the same stream and come back as POSTs; ``DELETE`` ends a session;
 ``GET`` answers 405), the ``auth=True`` mode (bearer tokens from
-:class:`~mcpsync.demo_auth.DemoAuthorizationServer` on the same origin, ``401`` with
+:class:`~mcpsync.demo_server.auth.DemoAuthorizationServer` on the same origin, ``401`` with
 ``resource_metadata``, RFC 9728 protected-resource metadata), :class:`DemoHTTPServer`
 (a context manager for notebooks and tests) and the command line, with ``--detach`` for
 shell examples::
 
-    python -m mcpsync.demo_http --port 8765                 # serve until Ctrl-C
-    pid=$(python -m mcpsync.demo_http --port 8765 --detach) # in the background; kill $pid
+    python -m mcpsync.demo_server.http --port 8765                 # serve until Ctrl-C
+    pid=$(python -m mcpsync.demo_server.http --port 8765 --detach) # in the background; kill $pid
 
 Listens on 127.0.0.1 by default. A demo: sessions and tokens live in memory.
 """
@@ -32,9 +32,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
-from .demo_auth import PATHS as AUTH_PATHS
-from .demo_auth import DemoAuthorizationServer
-from .demo_server import Call, DemoServer, ToolSpec
+from . import Call, DemoServer, ToolSpec
+from .auth import PATHS as AUTH_PATHS
+from .auth import DemoAuthorizationServer
 
 __all__ = ["DemoHTTPServer", "main"]
 
@@ -362,7 +362,7 @@ def _handler_for(app: DemoHTTPServer) -> type[BaseHTTPRequestHandler]:
 
 def _detach(argv: list[str]) -> int:
     """Start this server in its own session; print its pid once it listens."""
-    child = [sys.executable, "-m", "mcpsync.demo_http", *argv, "--ready-line"]
+    child = [sys.executable, "-m", "mcpsync.demo_server.http", *argv, "--ready-line"]
     proc = subprocess.Popen(
         child,
         stdin=subprocess.DEVNULL,
@@ -390,7 +390,7 @@ def _detach(argv: list[str]) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m mcpsync.demo_http",
+        prog="python -m mcpsync.demo_server.http",
         description="The mcpsync demo server over Streamable HTTP (optionally behind OAuth).",
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")

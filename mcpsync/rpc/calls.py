@@ -7,7 +7,7 @@ settle), ``fail_all`` (every pending call at once), ``ProgressTable`` and
 ``report_progress`` (who hears a progress token's reports), and
 ``join_until``/``warn_alive`` (join threads until one shared deadline; name those left).
 The deadlines themselves are watched by the shared timer (``_shared.TIMER``).
-Used by ``mcpsync.connection`` only; ``Progress`` is public there.
+Used by ``mcpsync.rpc.connection`` only; ``Progress`` is public there.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from collections.abc import Callable
 from concurrent.futures import Future, InvalidStateError
 from typing import Any, Final, NamedTuple
 
-from . import jsonrpc
-from .errors import ProtocolError, RequestCancelled, ServerError, URLElicitationRequired
-from .transports.base import Message
+from .. import jsonrpc
+from ..errors import ProtocolError, RequestCancelled, ServerError, URLElicitationRequired
+from ..transports.base import Message
 
 __all__ = [
     "DEFAULT",

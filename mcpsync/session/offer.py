@@ -11,8 +11,8 @@ import importlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ._typed import typed_handler
-from .errors import ConfigError
+from ..errors import ConfigError
+from ..typed import typed_handler
 
 __all__ = ["install", "extensions", "EXTENSION_SETTINGS"]
 

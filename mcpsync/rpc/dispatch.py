@@ -7,7 +7,7 @@ a time, a batch at a time (other connections' queues take turns). It counts what
 on it and what it finished, so the reader can tell at a glance whether anything is still
 queued or running (``idle()``). Also the connection's "closed" callbacks (``on_closed``),
 run once on their own short-lived ``mcpsync-closed[name]`` thread, never on a reader.
-Used by ``mcpsync.connection`` only.
+Used by ``mcpsync.rpc.connection`` only.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from _thread import get_ident
 from collections.abc import Callable
 from typing import Any
 
-from ._shared import POOL
+from .shared import POOL
 
 __all__ = ["Dispatcher", "ClosedCallbacks"]
 

@@ -8,7 +8,7 @@ and ``send_failed`` (the first send of a request raised: after ``SessionExpired`
 connection re-initializes and sends it once more; Ctrl-C cancels the call and tells the
 server; any other error fails the call), and ``notify_later`` (a notification sent on such a
 worker, within ``NOTICE_TIMEOUT``: a call that timed out or was cancelled tells the server
-without making its caller wait for a silent server's answer to that POST). Used by ``mcpsync.connection`` only, which hands
+without making its caller wait for a silent server's answer to that POST). Used by ``mcpsync.rpc.connection`` only, which hands
 itself in (``Sender``): nothing here imports it.
 """
 
@@ -18,16 +18,16 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from ._calls import _Call
-from ._shared import SENDS
-from .errors import (
+from ..errors import (
     MCPSyncError,
     RequestCancelled,
     SessionExpired,
     SessionKeptExpiring,
     TransportError,
 )
-from .transports.base import Message, Transport
+from ..transports.base import Message, Transport
+from .calls import _Call
+from .shared import SENDS
 
 __all__ = ["Sender", "send_later", "send_failed", "notify_later", "NOTICE_TIMEOUT"]
 

@@ -51,8 +51,16 @@ from concurrent.futures import Future
 from concurrent.futures import wait as futures_wait
 from typing import Any
 
-from . import jsonrpc
-from ._calls import (
+from .. import jsonrpc
+from ..errors import (
+    MCPSyncError,
+    ProtocolError,
+    RequestCancelled,
+    RequestTimeout,
+    SessionClosed,
+)
+from ..transports.base import Message, Transport
+from .calls import (
     DEFAULT,
     Default,
     Progress,
@@ -64,18 +72,10 @@ from ._calls import (
     report_progress,
     warn_alive,
 )
-from ._dispatch import ClosedCallbacks, Dispatcher
-from ._sending import notify_later, send_failed, send_later
-from ._served import ServerRequests
-from ._shared import POOL, SENDS, TIMER
-from .errors import (
-    MCPSyncError,
-    ProtocolError,
-    RequestCancelled,
-    RequestTimeout,
-    SessionClosed,
-)
-from .transports.base import Message, Transport
+from .dispatch import ClosedCallbacks, Dispatcher
+from .sending import notify_later, send_failed, send_later
+from .served import ServerRequests
+from .shared import POOL, SENDS, TIMER
 
 __all__ = [
     "CLOSE_TIMEOUT",

@@ -20,10 +20,8 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
-from . import _typed
-from ._serverlog import notice_startup_stderr
-from .connection import Connection
-from .errors import (
+from .. import typed as _typed
+from ..errors import (
     STDERR_TAIL,
     ConfigError,
     HTTPStatusError,
@@ -32,10 +30,12 @@ from .errors import (
     ServerExited,
     TransportError,
 )
-from .protocol import Era, Interest, ToolIndex
-from .protocol.choose import Caches, bring_up
-from .transports.base import Transport
-from .transports.select import respawn
+from ..protocol import Era, Interest, ToolIndex
+from ..protocol.choose import Caches, bring_up
+from ..rpc.connection import Connection
+from ..transports.base import Transport
+from ..transports.select import respawn
+from .serverlog import notice_startup_stderr
 
 __all__ = ["Prepared", "explain_failure", "first_ready", "initialize", "unwind", "UNWIND_GRACE"]
 
@@ -176,7 +176,7 @@ def unwind(conn: Connection, deadline: float | None, name: str) -> None:
     until ``deadline`` + ``UNWIND_GRACE``: a server that exits when its stdin closes is
     gone by then; one that does not gets the rest of the shutdown ladder (SIGTERM after
     the grace, SIGKILL) in the background, which still ends it, its process group and
-    every thread. At interpreter exit ``mcpsync._lifecycle`` steps the ladder of a
+    every thread. At interpreter exit ``mcpsync.runtime.lifecycle`` steps the ladder of a
     transport still closing, within its own bound (``ChildProcess.exit_soon``)."""
     if deadline is None:
         conn.close()

@@ -3,7 +3,7 @@ elicitation, roots), each run on its own bounded ``mcpsync-handler[name]`` threa
 
 Owns: the handler slots (at most ``max_concurrent`` at once; more are answered "busy"),
 the handler threads (for the close join), the requests the server cancelled meanwhile
-(no answer is sent for them), and sending the replies. Used by ``mcpsync.connection``.
+(no answer is sent for them), and sending the replies. Used by ``mcpsync.rpc.connection``.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from . import jsonrpc
-from .errors import MCPSyncError, ServerError
-from .transports.base import Message
+from .. import jsonrpc
+from ..errors import MCPSyncError, ServerError
+from ..transports.base import Message
 
 __all__ = ["ServerRequests"]
 

@@ -24,7 +24,7 @@ import os
 import stat
 import sys
 
-from .errors import UnsafePathError
+from ..errors import UnsafePathError
 
 __all__ = ["user_cache_dir", "APP", "private_dir", "open_private", "check_private_dir"]
 

@@ -92,7 +92,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     path = metafunc.config.getoption("--mcp-config")
     if not path:
         return
-    from .config import load_config
+    from ..config import load_config
 
     names = load_config(os.path.expanduser(path)).names()
     metafunc.parametrize("mcp_entry", names, ids=names, indirect=True)
@@ -105,7 +105,7 @@ def mcp_entry(request: pytest.FixtureRequest) -> str | None:
 
 
 def _target_kwargs(target: Any, request: pytest.FixtureRequest) -> dict[str, Any]:
-    from .config import load_config
+    from ..config import load_config
 
     if isinstance(target, list | tuple):
         return {"target": [str(a) for a in target]}
@@ -123,12 +123,12 @@ def _target_kwargs(target: Any, request: pytest.FixtureRequest) -> dict[str, Any
 
 def _bring_up(kwargs: dict[str, Any], label: str) -> Any:
     """``Session.connect`` with a stdio transport made here, so its stderr tail can be shown."""
-    from .errors import STDERR_TAIL, MCPSyncError
-    from .session import Session
+    from ..errors import STDERR_TAIL, MCPSyncError
+    from ..session import Session
 
     transport = None
     if isinstance(kwargs.get("target"), list):
-        from .transports.stdio import StdioTransport
+        from ..transports.stdio import StdioTransport
 
         transport = StdioTransport(
             kwargs.pop("target"),
@@ -181,7 +181,7 @@ def mcp_session(request: pytest.FixtureRequest, mcp_entry: str | None) -> Iterat
         kwargs = {**_target_kwargs(marker.args[0], request), **marker.kwargs}
         label = repr(marker.args[0])
     elif mcp_entry is not None:
-        from .config import load_config
+        from ..config import load_config
 
         path = request.config.getoption("--mcp-config")
         kwargs = load_config(os.path.expanduser(path))[mcp_entry].connect_kwargs()
@@ -201,7 +201,7 @@ def mcp_session(request: pytest.FixtureRequest, mcp_entry: str | None) -> Iterat
 @pytest.fixture
 def mcp_host(request: pytest.FixtureRequest) -> Iterator[Any]:
     """A started :class:`~mcpsync.Host` for ``@pytest.mark.mcp_config(FILE)`` or ``--mcp-config FILE``."""
-    from .host import Host
+    from ..host import Host
 
     marker = request.node.get_closest_marker("mcp_config")
     if marker is not None and marker.args:

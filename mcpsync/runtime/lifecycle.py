@@ -40,8 +40,8 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from . import _logfork  # noqa: F401 - its at-fork hook: no thread inside a log handler
-from .errors import ForkedError
+from ..errors import ForkedError
+from . import logfork as _logfork  # noqa: F401 - its at-fork hook: no thread inside a log handler
 
 __all__ = [
     "ForkedError",

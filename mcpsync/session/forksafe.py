@@ -18,9 +18,9 @@ import threading
 from concurrent.futures import Future
 from typing import Any
 
-from . import _lifecycle
-from ._lifecycle import ForkedError
-from .protocol import CallOptions, Convert, Era
+from ..protocol import CallOptions, Convert, Era
+from ..runtime import lifecycle as _lifecycle
+from ..runtime.lifecycle import ForkedError
 
 __all__ = ["ForkedEra", "own_session", "own_host", "release_session", "release_host"]
 

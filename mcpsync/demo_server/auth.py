@@ -1,7 +1,7 @@
 """A small OAuth 2.1 authorization server for demos and notebooks (standard library only).
 
 Owns: :class:`DemoAuthorizationServer`, the authorization server the demo HTTP server
-(:mod:`mcpsync.demo_http`, ``--auth``) puts in front of the demo MCP server: RFC 8414
+(:mod:`mcpsync.demo_server.http`, ``--auth``) puts in front of the demo MCP server: RFC 8414
 metadata, dynamic client registration (RFC 7591), the ``authorization_code`` grant with
 PKCE (S256 only) and an authorization endpoint that approves at once (no person needed,
 so ``OAuth(redirect="headless")`` runs unattended), ``refresh_token`` (rotated) and

@@ -28,25 +28,15 @@ from concurrent.futures import Future
 from os import getpid as _getpid
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from . import _bringup, _offer, _tasks, _tls, _typed
-from ._forksafe import own_session, release_session
-from ._lifecycle import UNOWNED, Owner
-from ._lifecycle import error as _forked_error
-from ._lifecycle import forked as _forked
-from ._restart import Restarter, RestartEvent, RestartPolicy
-from ._restart import attach as _restart_attach
-from ._serverlog import LOG_LEVELS, ServerLog
-from ._typed import types as _types
-from ._typed import validate as _validate
-from ._version import __version__
-from .config import command_name
-from .connection import DEFAULT, Connection, Default, Progress
-from .errors import (
+from .. import typed as _typed
+from .._version import __version__
+from ..config import command_name
+from ..errors import (
     CapabilityError,
     ConfigError,
 )
-from .filters import NameFilter, ToolExcluded
-from .protocol import (
+from ..filters import NameFilter, ToolExcluded
+from ..protocol import (
     DEFAULT_OPTIONS,
     Agreement,
     CallOptions,
@@ -56,11 +46,25 @@ from .protocol import (
     NotReady,
     ToolIndex,
 )
-from .protocol import pages as _pages
-from .protocol.choose import DEFAULT_CACHES, Caches, resolve_era, server_identity
-from .skills import Skills
-from .transports.base import Transport
-from .transports.select import candidates as select_transports
+from ..protocol import pages as _pages
+from ..protocol.choose import DEFAULT_CACHES, Caches, resolve_era, server_identity
+from ..rpc.connection import DEFAULT, Connection, Default, Progress
+from ..runtime.lifecycle import UNOWNED, Owner
+from ..runtime.lifecycle import error as _forked_error
+from ..runtime.lifecycle import forked as _forked
+from ..skills import Skills
+from ..transports.base import Transport
+from ..transports.select import candidates as select_transports
+from ..typed import types as _types
+from ..typed import validate as _validate
+from . import bringup as _bringup
+from . import offer as _offer
+from . import tasks as _tasks
+from . import tls as _tls
+from .forksafe import own_session, release_session
+from .restart import Restarter, RestartEvent, RestartPolicy
+from .restart import attach as _restart_attach
+from .serverlog import LOG_LEVELS, ServerLog
 
 if TYPE_CHECKING:
     import requests
@@ -77,7 +81,7 @@ if TYPE_CHECKING:
         Tool,
     )
 
-    from .skills import LoadedSkill, SkillEntry
+    from ..skills import LoadedSkill, SkillEntry
 
 __all__ = ["Session", "Progress", "CLIENT_INFO"]
 
@@ -231,7 +235,7 @@ class Session:
         # one deadline for the whole bring-up: probe, initialize, fallbacks and restarts
         deadline = time.monotonic() + connect_timeout if connect_timeout is not None else None
         if card:  # True, input values or an ask(name, input) callable; the card is advisory
-            from .cards.connect import resolve_target
+            from ..cards.connect import resolve_target
 
             target, headers, transport = resolve_target(target, card, headers=headers, transport=transport,
                                                         timeout=connect_timeout, http_session=http_session)  # fmt: skip
@@ -392,7 +396,7 @@ class Session:
         process (2026-07-28 tasks extension; 2025-11-25 tasks, ``tasks/result``): a future
         that follows it until it ends and resolves to its ``CallToolResult`` (``cancel()``
         sends ``tasks/cancel``; ``task_id`` names it). ``timeout`` bounds each request.
-        ``CapabilityError`` when the server agreed to no tasks. See ``mcpsync._tasks``."""
+        ``CapabilityError`` when the server agreed to no tasks. See ``mcpsync.session.tasks``."""
         return _tasks.pick_up(self, task_id, timeout)
 
     def __repr__(self) -> str:
@@ -626,7 +630,7 @@ class Session:
         plainly; False: never as a task. ``CapabilityError``, nothing sent, when the
         server declares no ``tasks.requests.tools.call`` or the tool is "forbidden"
         (absent). 2026-07-28: the server decides (tasks extension); ``task`` only checks
-        the extension was agreed. See ``mcpsync._tasks``::
+        the extension was agreed. See ``mcpsync.session.tasks``::
 
             report = s.call_tool("research", {"topic": "x"}, task=True)
         """

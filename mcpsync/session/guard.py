@@ -22,10 +22,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, Protocol
 
-from ._calls import Default
-from ._shared import TIMER
-from .connection import Connection
-from .errors import (
+from ..errors import (
     ConnectError,
     RequestTimeout,
     ServerRestarted,
@@ -33,8 +30,11 @@ from .errors import (
     TLSError,
     TransportError,
 )
-from .protocol import UNSET, CallOptions, Convert, Derived, Era, settle
-from .protocol.modern import ModernFuture
+from ..protocol import UNSET, CallOptions, Convert, Derived, Era, settle
+from ..protocol.modern import ModernFuture
+from ..rpc.calls import Default
+from ..rpc.connection import Connection
+from ..rpc.shared import TIMER
 
 __all__ = ["Deferred", "Gate", "Guard", "Guarded", "READ_METHODS", "is_death"]
 

@@ -40,10 +40,8 @@ from concurrent.futures import Future
 from concurrent.futures import wait as futures_wait
 from typing import Any, TypeAlias
 
-from . import _typed
-from ._guard import Guard
-from .connection import DEFAULT, Default, Progress
-from .errors import (
+from .. import typed as _typed
+from ..errors import (
     CapabilityError,
     ConfigError,
     MCPSyncError,
@@ -52,9 +50,11 @@ from .errors import (
     RequestTimeout,
     ServerRestarted,
 )
-from .protocol import CallOptions, settle
-from .protocol.modern import ModernEra, ModernFuture
-from .protocol.modern.envelope import TASKS_EXTENSION
+from ..protocol import CallOptions, settle
+from ..protocol.modern import ModernEra, ModernFuture
+from ..protocol.modern.envelope import TASKS_EXTENSION
+from ..rpc.connection import DEFAULT, Default, Progress
+from .guard import Guard
 
 #: a ``Session`` (not imported: the session module imports this one through ``_restart``)
 Session = Any

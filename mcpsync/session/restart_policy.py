@@ -11,8 +11,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import ConfigError
-from .transports.base import Transport
+from ..errors import ConfigError
+from ..transports.base import Transport
 
 __all__ = ["RestartPolicy", "RestartEvent", "words"]
 
