@@ -126,8 +126,11 @@ class SessionLifecycle:
     # ``SessionExpired``, and its connection re-initializes. Requests sent meanwhile, and
     # requests whose own 404 raced the leader's, wait here (bounded by their timeout) and
     # are then sent with the new ``Mcp-Session-Id``: none goes out without one. The
-    # initialize reply moves to _HANDSHAKE (the new id is known), the 2xx to
-    # ``notifications/initialized`` back to None. A failed re-initialization (or a leader
+    # initialize reply's 2xx head moves to _HANDSHAKE (the new id is known) before its
+    # body is delivered (``_initialize_answered``): an SSE reply is read on another thread,
+    # and the caller it wakes may send ``notifications/initialized`` while the thread that
+    # POSTed the initialize has not run again; the 2xx to ``notifications/initialized``
+    # (or ``set_protocol_version``) moves back to None. A failed re-initialization (or a leader
     # that never re-initializes) leaves _STALE: the next request to send leads anew.
     # Notifications and responses are not held: they belong to the old session (a
     # cancellation, an answer to its server request) and raise ``SessionExpired`` unsent.
@@ -140,7 +143,8 @@ class SessionLifecycle:
         headers: Mapping[str, str] | None,
     ) -> None:
         """``initialize`` (never with a session id), or ``notifications/initialized`` of a
-        re-initialization; both move the expiry state on."""
+        re-initialization; both move the expiry state on (the initialize as its reply's
+        head arrives, in ``_post``; a failure of either leaves the session stale)."""
         try:
             if method == "initialize":
                 self._post(message, method, True, self._init_headers, None, read_timeout, headers)
@@ -157,12 +161,11 @@ class SessionLifecycle:
                     self._expiry = _STALE
                     self._session_cond.notify_all()
             raise
+        if method == "initialize":
+            return  # its reply moved the state on already (``_initialize_answered``)
         renewed = False
         with self._state_lock:
-            if method == "initialize":
-                if self._expiry is not None:
-                    self._expiry = _HANDSHAKE
-            elif self._expiry is _HANDSHAKE:
+            if self._expiry is _HANDSHAKE:
                 self._expiry = None
                 self._fruitless += 1  # until a request is answered on the new session
                 self._session_cond.notify_all()
@@ -349,16 +352,22 @@ class SessionLifecycle:
             hdrs["Last-Event-ID"] = last_event_id
         return hdrs
 
-    def _capture_session(self, response: Any) -> None:
+    def _initialize_answered(self, response: Any) -> None:
+        """A 2xx head to ``initialize``, before its body is read or delivered: keep the
+        session id it assigns and, in a re-initialization, move to _HANDSHAKE. Here, not
+        once the POST returns: the reply may reach its caller first (an SSE reply's reader
+        thread), and ``notifications/initialized`` must then find _HANDSHAKE to end the
+        expiry, or the requests waiting for the new session wait until their timeout."""
         session_id = response.headers.get("mcp-session-id")
-        if session_id is None:
-            return
-        if not _SESSION_ID.fullmatch(session_id):
+        if session_id is not None and not _SESSION_ID.fullmatch(session_id):
             log.warning("mcpsync: %s sent an invalid Mcp-Session-Id; ignoring it", self.describe())
-            return
+            session_id = None
         with self._state_lock:
-            self.session_id = session_id
-            self._rebuild_headers()
+            if session_id is not None:
+                self.session_id = session_id
+                self._rebuild_headers()
+            if self._expiry is not None:
+                self._expiry = _HANDSHAKE
 
     def _delete_session(self) -> None:
         with self._state_lock:

@@ -315,7 +315,7 @@ class StreamableHTTPTransport(BackChannel, SessionLifecycle, HTTPTransport):
         what = self._what(target)
         if 200 <= status < 300:
             if method == "initialize":
-                self._capture_session(response)
+                self._initialize_answered(response)  # before its reply can be delivered
             elif is_request and self._fruitless and sent_session == self.session_id:
                 self._fruitless = 0  # the new session answered: the streak ends
             if status == 202 or status == 204:
