@@ -326,8 +326,58 @@ def test_ctrl_c_inside_the_creating_requests_write_still_cancels_the_task(no_lea
     calls = [c for c in tool_calls(tmp_path) if c["name"] == "slow"]
     assert len(calls) == 1 and calls[0]["task"] == {}  # the server got it whole, and made it
     tasks = [p.name[len("task-") : -len(".json")] for p in tmp_path.glob("task-*.json")]
-    assert [r["params"] for r in seen(tmp_path, "tasks/cancel")] == [{"taskId": t} for t in tasks]
+    cancels = [r["params"] for r in seen(tmp_path, "tasks/cancel")]
+    assert cancels == [{"taskId": t} for t in tasks], err
     assert len(tasks) == 1 and seen(tmp_path, "notifications/cancelled") == []
+
+
+def test_a_session_closed_while_the_creating_requests_sender_lags_still_cancels_the_task(
+    no_leaks, tmp_path: Path
+):
+    """The thread that sends a creating request (``mcpsync-task-send``) learns of its reply
+    only once ``send()`` returned; under load it can wait for a CPU while the caller, back
+    from its Ctrl-C, reads that reply, calls on and closes the session. The close must let it
+    hand the reply over first, so that the tasks/cancel the Ctrl-C asked for goes out. Here
+    that thread is held (after the request was written whole, and after the Ctrl-C) until
+    the caller is about to close."""
+    code = textwrap.dedent(
+        """
+        import json, signal, sys, threading
+        import mcpsync
+        argv = json.loads(sys.argv[1])
+        closing = threading.Event()
+        with mcpsync.Session.connect(argv, timeout=30) as s:
+            s.list_tools()
+            submit = s._submit
+            def lagging(*args, **kwargs):
+                sent = submit(*args, **kwargs)  # the creating request is written whole
+                if threading.current_thread().name.startswith("mcpsync-task-send"):
+                    signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+                    closing.wait(30)  # a thread that waits for a CPU until the close
+                return sent
+            s._submit = lagging
+            try:
+                s.call_tool("slow", {"message": "x"}, task=True)
+                print("NOT INTERRUPTED", flush=True)
+            except KeyboardInterrupt:
+                print("INTERRUPTED", flush=True)
+            # the CreateTaskResult is read here, before this call's reply
+            print("AFTER", s.call_tool("quick", {"message": "still"}).content[0].text, flush=True)
+            closing.set()
+        """
+    )
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    child = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(tasks_argv(tmp_path))],
+        capture_output=True, text=True, env=env, cwd=str(ROOT), timeout=90,
+    )  # fmt: skip
+    assert child.returncode == 0, child.stderr
+    assert child.stdout.splitlines() == ["INTERRUPTED", "AFTER quick: still"], child.stderr
+    tasks = [p.name[len("task-") : -len(".json")] for p in tmp_path.glob("task-*.json")]
+    assert len(tasks) == 1, child.stderr
+    cancels = [r["params"] for r in seen(tmp_path, "tasks/cancel")]
+    assert cancels == [{"taskId": tasks[0]}], child.stderr
+    assert "could not cancel" not in child.stderr
 
 
 def test_ctrl_c_while_a_task_is_created_over_http_still_cancels_the_task(no_leaks, tmp_path: Path):

@@ -410,6 +410,7 @@ class Session:
         """Close the session: the transport, the server process, every thread. Idempotent."""
         if _forked(self):  # in a child of os.fork(): release its copies, leave the server be
             return release_session(self)
+        _tasks.finish_sending(self)  # a Ctrl-C'd task's tasks/cancel goes out first (bounded)
         if self._restart is not None:
             self._restart.stop()  # no restart starts or finishes after this
         self._era.stop()  # then one deadline for the connection's threads and the era's

@@ -3,7 +3,9 @@
 Owns: ``decide`` (whether a ``tools/call`` goes as a task: the ``task=`` argument, the tool's
 ``execution.taskSupport``, the server's ``tasks.requests.tools.call``), ``start`` and ``call``
 (a task-augmented ``tools/call``, as a future or blocking), ``pick_up`` (what
-``Session.task`` calls) and ``TaskFuture``, the future of a 2025-11-25 task. A task
+``Session.task`` calls), ``TaskFuture``, the future of a 2025-11-25 task, and
+``finish_sending`` (``Session.close`` lets a Ctrl-C'd creating request's sender hand over
+its reply first, so the ``tasks/cancel`` goes out). A task
 outlives the request that made it: a session picks it up after a restart, or another
 process does, from the id alone.
 
@@ -35,6 +37,7 @@ import math
 import os
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from concurrent.futures import Future
 from concurrent.futures import wait as futures_wait
@@ -53,7 +56,8 @@ from ..errors import (
 from ..protocol import CallOptions, settle
 from ..protocol.modern import ModernEra, ModernFuture
 from ..protocol.modern.envelope import TASKS_EXTENSION
-from ..rpc.connection import DEFAULT, Default, Progress
+from ..rpc.calls import join_until
+from ..rpc.connection import CLOSE_TIMEOUT, DEFAULT, Default, Progress
 from .guard import Guard
 
 #: a ``Session`` (not imported: the session module imports this one through ``_restart``)
@@ -70,6 +74,7 @@ __all__ = [
     "pick_up",
     "TaskFuture",
     "TaskOption",
+    "finish_sending",
     "POLL_DEFAULT",
     "POLL_MAX",
 ]
@@ -324,6 +329,28 @@ def start(
     return handle
 
 
+#: the ``mcpsync-task-send`` threads still under way, per session (``finish_sending``)
+_SENDING: weakref.WeakKeyDictionary[Any, set[threading.Thread]] = weakref.WeakKeyDictionary()
+_SENDING_LOCK = threading.Lock()
+
+
+def finish_sending(session: Session, timeout: float = CLOSE_TIMEOUT) -> None:
+    """``Session.close`` calls this first: wait (at most ``timeout`` s) for the
+    ``mcpsync-task-send`` threads of ``session`` that a Ctrl-C left behind, so that the
+    ``tasks/cancel`` that Ctrl-C asked for goes out before the transport closes.
+
+    Such a thread hands the creating request's future over only once ``send()`` returned;
+    the reply (with the task id) may be read by another thread before that, and the caller
+    may go on and close the session while this thread waits for a CPU (measured under load:
+    1 run in 15, the cancel then failed with "session is closed" and the task lived on
+    until its ttl). A thread still writing the request to a server that does not read
+    holds the close for at most ``timeout``; the transport's close then ends its write."""
+    with _SENDING_LOCK:
+        threads = list(_SENDING.get(session, ()))
+    if threads:
+        join_until(threads, time.monotonic() + timeout)
+
+
 def _send_uncut(session: Session, send: Callable[[], Future[Any]]) -> Future[Any]:
     """``send()`` the creating request so that a Ctrl-C in the main thread cannot cut it:
     its reply carries the task id, and with it the ``tasks/cancel`` the Ctrl-C asks for.
@@ -341,11 +368,17 @@ def _send_uncut(session: Session, send: Callable[[], Future[Any]]) -> Future[Any
 
     def run() -> None:
         try:
-            outcome.set_result(send())
+            outcome.set_result(send())  # (send() attaches the callback that cancels)
         except BaseException as exc:  # noqa: BLE001 - handed to the waiting caller
             outcome.set_exception(exc)
+        finally:
+            with _SENDING_LOCK:
+                _SENDING.get(session, set()).discard(thread)
 
-    threading.Thread(target=run, name=f"mcpsync-task-send[{session.name}]", daemon=True).start()
+    thread = threading.Thread(target=run, name=f"mcpsync-task-send[{session.name}]", daemon=True)
+    with _SENDING_LOCK:  # before start(): a Ctrl-C inside start() leaves it known
+        _SENDING.setdefault(session, set()).add(thread)
+    thread.start()
     return outcome.result()  # bounded as the request is (its timeout)
 
 
