@@ -94,9 +94,21 @@ _spawns: dict[str, list[str]] = {}  # nodeid -> what it started ("subprocess.Pop
 _SPAWN_EVENTS = {"subprocess.Popen", "os.fork", "os.posix_spawn", "os.spawn", "os.exec"}
 
 
+def _from_library_lookup() -> bool:
+    """Whether the process is started by ``ctypes.util.find_library`` (ldconfig, gcc, ld): a
+    dependency looking for a shared library as it is first imported (keyring probes for macOS's
+    Security framework), in whichever test imports it first, not a server the test starts."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        if frame.f_code.co_filename.replace("\\", "/").endswith("ctypes/util.py"):
+            return True
+        frame = frame.f_back
+    return False
+
+
 def _audit(event: str, args: tuple) -> None:
     """Record which test started a process (an audit hook only observes; it changes nothing)."""
-    if event in _SPAWN_EVENTS and _running_item is not None:
+    if event in _SPAWN_EVENTS and _running_item is not None and not _from_library_lookup():
         what = event
         if event == "subprocess.Popen" and len(args) > 1:
             what = f"{event}: {str(args[1])[:120]}"
