@@ -38,7 +38,7 @@ from .ndjson import LineFramer
 from .park import WAKE, Slots, consume
 from .sigint import _GUARD, _MAIN_IDENT
 
-__all__ = ["PipeReader", "POLL"]
+__all__ = ["PipeReader", "POLL", "close_fds"]
 
 #: the platform has ``select.poll``: bounded, non-blocking reads, and callers read
 POLL = hasattr(select, "poll")
@@ -46,6 +46,16 @@ POLL = hasattr(select, "poll")
 _CALLER_GRACE = 0.005
 #: once closing, at most this much more of what stderr already holds is read
 _STDERR_LEFTOVER = 1 << 20
+
+
+def close_fds(*fds: int) -> None:
+    """Close each descriptor that is open (>= 0); one already closed is no error."""
+    for fd in fds:
+        if fd >= 0:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
 
 
 class PipeReader:
@@ -146,12 +156,7 @@ class PipeReader:
     def forget(self) -> None:
         """After a successful ``join``: give the server's pipes up (the transport closes them
         next) and close what this reader made."""
-        for fd in (self._wake_r, self._wake_w):
-            if fd >= 0:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
+        close_fds(self._wake_r, self._wake_w)
         self._wake_r = self._wake_w = -1
         self._slots.close()  # the free ones; parkers still leaving close theirs
         if self._err_lock.acquire(timeout=1.0):  # no read of it under way
@@ -168,12 +173,7 @@ class PipeReader:
         self._shut = True
         self._role, self._role_cv = threading.Lock(), threading.Condition()
         self._err_lock = threading.Lock()
-        for fd in (self._wake_r, self._wake_w):
-            if fd >= 0:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
+        close_fds(self._wake_r, self._wake_w)
         self._wake_r = self._wake_w = -1
         self._slots.abandon()  # (no parker survived the fork)
         self._fd = self._err_fd = self._stop_r = -1

@@ -72,7 +72,7 @@ from ..runtime.lifecycle import forked
 from .base import Features, Message, OnClose, OnError, OnMessage, Transport
 from .child import DEFAULT_INHERITED_ENV, ChildProcess, default_environment
 from .ndjson import LineFramer, MessageTooLarge
-from .reader import POLL, PipeReader
+from .reader import POLL, PipeReader, close_fds
 from .sigint import _GUARD, _MAIN_IDENT
 
 __all__ = ["StdioTransport", "MessageTooLarge", "DEFAULT_INHERITED_ENV", "default_environment"]
@@ -502,12 +502,7 @@ class StdioTransport(Transport):
         self._write_lock = threading.Lock()
         if self.reader is not None:
             self.reader.abandon()  # (its threads are the parent's)
-        for fd in (self._stop_r, self._stop_w):
-            if fd >= 0:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
+        close_fds(self._stop_r, self._stop_w)
         self._stop_r = self._stop_w = -1
         self._stdin, self._stdin_fd = None, -1
         self.child.abandon()
@@ -555,12 +550,7 @@ class StdioTransport(Transport):
             return  # leave their descriptors open rather than let a reused number be read
         if reader is not None:
             reader.forget()
-        for fd in (self._stop_r, self._stop_w):
-            if fd >= 0:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
+        close_fds(self._stop_r, self._stop_w)
         self._stop_r = self._stop_w = -1
         proc = self.process
         if proc is not None:
