@@ -94,13 +94,18 @@ _spawns: dict[str, list[str]] = {}  # nodeid -> what it started ("subprocess.Pop
 _SPAWN_EVENTS = {"subprocess.Popen", "os.fork", "os.posix_spawn", "os.spawn", "os.exec"}
 
 
+_LOOKUPS = ("ctypes/util.py", "/platform.py")
+
+
 def _from_library_lookup() -> bool:
-    """Whether the process is started by ``ctypes.util.find_library`` (ldconfig, gcc, ld): a
-    dependency looking for a shared library as it is first imported (keyring probes for macOS's
-    Security framework), in whichever test imports it first, not a server the test starts."""
+    """Whether the process is started by a standard-library lookup a dependency makes the
+    first time in a process, in whichever test gets there first, not a server the test
+    starts: ``ctypes.util.find_library`` (ldconfig, gcc, ld; keyring probes for macOS's
+    Security framework as it is imported) and ``platform`` (``uname -p``: Dask asks for
+    the processor name as its workers start)."""
     frame = sys._getframe(2)
     while frame is not None:
-        if frame.f_code.co_filename.replace("\\", "/").endswith("ctypes/util.py"):
+        if frame.f_code.co_filename.replace("\\", "/").endswith(_LOOKUPS):
             return True
         frame = frame.f_back
     return False
