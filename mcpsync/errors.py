@@ -40,6 +40,7 @@ __all__ = [
     "SessionClosed",
     "ForkedError",
     "AuthError",
+    "AuthServerUnreachable",
     "TokenError",
     "InvalidGrant",
     "UnauthorizedClient",
@@ -280,6 +281,14 @@ class RestartLimitReached(ServerExited, SessionClosed):
 
 class AuthError(MCPSyncError):
     """The authorization flow failed or was refused; never carries a secret."""
+
+
+class AuthServerUnreachable(AuthError):
+    """A token request got no answer: the connection was refused or reset, or it timed out.
+
+    Nothing was refused: the token and its refresh token are kept (in the token store too),
+    and no authorization is started in their place; the call that needed the token fails
+    with this error, and a later call tries the refresh again."""
 
 
 class TokenError(AuthError):

@@ -763,3 +763,54 @@ def test_no_secret_in_logs_repr_or_errors(rsps, http, caplog):
 def test_client_secret_without_client_id_is_rejected():
     with pytest.raises(ConfigError):
         OAuth(client_secret="x")
+
+
+def test_an_unreachable_token_endpoint_is_not_a_refused_refresh(rsps, http, tmp_path):
+    """A refresh whose connection is reset (or refused, or times out) got no answer: the
+    request fails with ``AuthServerUnreachable``; no authorization is started in its place,
+    the stored token and refresh token stay, and the next request refreshes with them."""
+    from mcpsync.errors import AuthServerUnreachable
+
+    w = World(rsps)
+    store = FileTokenStore(tmp_path / "tokens.json")
+    post(http, OAuth(redirect=w.approve, store=store))
+    kept = dict(store.get(next(k for k in store.keys() if k.startswith("token "))) or {})
+    w.valid_tokens.clear()  # the access token expired at the server
+    token_endpoint = w._token
+    resets = []
+
+    def reset_once(a, req):
+        if not resets:
+            resets.append(req)
+            raise requests.ConnectionError(ConnectionResetError(104, "Connection reset by peer"))
+        return token_endpoint(a, req)
+
+    w._token = reset_once  # type: ignore[method-assign]
+    auth = OAuth(redirect=lambda url: pytest.fail("must not authorize"), store=store)
+    with pytest.raises(AuthServerUnreachable, match=r"ConnectionError \(ConnectionResetError\)"):
+        post(http, auth, rid=2)
+    assert len(resets) == 1 and w.authorization_count() == 1
+    assert store.get(next(k for k in store.keys() if k.startswith("token "))) == kept
+    assert post(http, auth, rid=3).status_code == 200  # the AS is back: refreshed
+    assert w.as_.token_requests[-1]["form"]["grant_type"] == "refresh_token"
+    assert w.authorization_count() == 1
+
+
+def test_a_token_about_to_expire_stays_in_use_while_the_token_endpoint_is_unreachable(rsps, http):
+    """The refresh made ahead of expiry (within ``refresh_skew``) gets no answer: the token,
+    still valid, is sent; the store keeps it; nothing is authorized."""
+    w = World(rsps)
+    w.as_.expires_in = 30  # inside the 60 s refresh window
+    auth = OAuth(redirect=w.approve)
+    post(http, auth)
+    token_endpoint = w._token
+
+    def refused(a, req):
+        raise requests.ConnectionError(ConnectionRefusedError(111, "Connection refused"))
+
+    w._token = refused  # type: ignore[method-assign]
+    assert post(http, auth, rid=2).status_code == 200
+    assert w.mcp_calls[-1]["authorization"] is not None and w.authorization_count() == 1
+    w._token = token_endpoint  # type: ignore[method-assign]
+    assert post(http, auth, rid=3).status_code == 200
+    assert w.as_.token_requests[-1]["form"]["grant_type"] == "refresh_token"

@@ -33,7 +33,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import requests
 
-from ..errors import AuthError, ConfigError
+from ..errors import AuthError, AuthServerUnreachable, ConfigError
 from ..transports.http.fetch import MAX_BYTES, Deadline, load_json, read_body
 from ._util import log, short
 
@@ -441,7 +441,7 @@ def post_token_request(
         try:
             content = read_body(
                 r, endpoint, deadline=deadline, max_bytes=MAX_BYTES, what="the token reply",
-                error=AuthError, timeout_error=AuthError,
+                error=AuthError, timeout_error=AuthServerUnreachable,
             )  # fmt: skip
         finally:
             r.close()

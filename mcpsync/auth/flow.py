@@ -38,7 +38,7 @@ from oauthlib.oauth2.rfc6749.clients.base import Client as _OAuthlibClient
 from oauthlib.oauth2.rfc6749.errors import MissingTokenError, OAuth2Error
 from oauthlib.oauth2.rfc6749.parameters import parse_token_response, prepare_token_request
 
-from ..errors import AuthError, ConfigError, TokenError
+from ..errors import AuthError, AuthServerUnreachable, ConfigError, TokenError
 from ._util import log, redact, require_secure, short
 from .discovery import AuthServerMetadata
 from .dpop import DPoPKey, DPoPProver, post_token_request
@@ -309,6 +309,21 @@ def client_assertion(client: ClientInfo, audience: str, *, lifetime: int = 300) 
         ) from None
 
 
+def _no_answer(exc: requests.RequestException) -> str:
+    """What went wrong, by kind only (``ConnectionError (ConnectionResetError)``): the
+    exception's text may quote the request, which holds secrets."""
+    seen: list[BaseException] = []
+    todo: list[object] = [exc]
+    while todo and len(seen) < 8:
+        item = todo.pop(0)
+        if isinstance(item, BaseException) and item not in seen:
+            seen.append(item)
+            todo.extend(item.args)
+            todo += [getattr(item, "reason", None), item.__cause__, item.__context__]
+    cause = next((e for e in seen[1:] if type(e).__module__ == "builtins"), None)
+    return type(exc).__name__ + (f" ({type(cause).__name__})" if cause is not None else "")
+
+
 def _token_request(
     http: requests.Session,
     asm: AuthServerMetadata,
@@ -351,8 +366,10 @@ def _token_request(
     failure: AuthError | None = None
     try:
         r = post_token_request(http, endpoint, body, headers, timeout=timeout, dpop=dpop)
-    except requests.RequestException as exc:
-        failure = AuthError(f"token request to {short(endpoint)} failed: {type(exc).__name__}")
+    except requests.RequestException as exc:  # no answer: nothing was refused
+        failure = AuthServerUnreachable(
+            f"token request to {short(endpoint)} failed: {_no_answer(exc)}"
+        )
     if failure is not None:
         raise failure
     try:

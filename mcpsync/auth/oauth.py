@@ -21,7 +21,9 @@ A refresh holds the token store's lock (``locked()``: across threads and process
 workers sharing one store refresh once per expiry: a token another of them stored is used
 (or refreshed with its own refresh token; a rotated one is never sent again), and an
 ``invalid_grant`` for a refresh token someone else already used falls back to the token
-they stored.
+they stored. A refresh that gets no answer (connection refused or reset, a timeout) is not
+a refusal: it raises :class:`~mcpsync.errors.AuthServerUnreachable` for the request that
+needed it, keeps the token and its refresh token, and never starts an authorization.
 
 >>> auth = OAuth(client_name="my-app", store=FileTokenStore("~/.cache/mcpsync/tokens.json"))  # doctest: +SKIP
 >>> requests.post("https://mcp.example.com/mcp", json=msg, auth=auth)                      # doctest: +SKIP
@@ -37,7 +39,7 @@ from typing import Any
 import requests
 from requests.auth import AuthBase
 
-from ..errors import AuthError, ConfigError, InvalidGrant, TokenError
+from ..errors import AuthError, AuthServerUnreachable, ConfigError, InvalidGrant, TokenError
 from ._util import canonical_server_url, log, short
 from .device import DeviceFlow, DeviceUnavailable, device_flow_for
 from .discovery import (
@@ -329,6 +331,11 @@ class OAuth(_Presenting, _Selection, GrantConstructors, AuthBase):
                 try:
                     self._refresh(tok)
                     return self._token
+                except AuthServerUnreachable as exc:  # nothing refused: the token stays
+                    if tok.expires_within(0):
+                        raise
+                    log.info("token refresh failed (%s); the token is still valid", exc)
+                    return tok
                 except AuthError as exc:
                     log.info("token refresh failed: %s", exc)
                     self._drop_token()
@@ -474,6 +481,8 @@ class OAuth(_Presenting, _Selection, GrantConstructors, AuthBase):
             try:
                 self._refresh(old)
                 return Obtained.REFRESH
+            except AuthServerUnreachable:
+                raise  # the refresh token was not refused: no authorization in its place
             except AuthError as exc:
                 log.info("token refresh failed (%s); authorizing again", exc)
         scopes_args = dict(

@@ -11,12 +11,39 @@ Each thread puts one result on ``results``: ``(name, ok_calls, errors)``.
 
 from __future__ import annotations
 
+import logging
 import threading
 import traceback
-from collections.abc import Callable
+from collections import defaultdict, deque
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 BARRIER_SECONDS = 120.0  # one round of every thread of every process, under load
+
+
+class _PerThreadLog(logging.Handler):
+    """The last auth log lines of each thread: a failed call reports what led to it."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.lines: defaultdict[str, deque[str]] = defaultdict(lambda: deque(maxlen=12))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines[record.threadName or "?"].append(f"{record.name}: {record.getMessage()}")
+
+
+@contextmanager
+def _auth_log() -> Iterator[_PerThreadLog]:
+    logger = logging.getLogger("mcpsync.auth")
+    handler, level = _PerThreadLog(), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    try:
+        yield handler
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
 
 
 def _never_authorize(url: str) -> str:
@@ -31,6 +58,7 @@ def _thread(
     calls: int,
     barrier: Any,
     results: Any,
+    log: _PerThreadLog,
 ) -> None:
     import mcpsync
     from mcpsync.auth import FileTokenStore, OAuth
@@ -57,7 +85,8 @@ def _thread(
                     else:
                         errors.append(f"wrong echo {text.content[0].text!r}")
                 except Exception as exc:  # noqa: BLE001 - reported to the test
-                    errors.append(f"call: {type(exc).__name__}: {exc}")
+                    seen = " | ".join(log.lines[threading.current_thread().name])
+                    errors.append(f"call: {type(exc).__name__}: {exc} [auth log: {seen}]")
             barrier.wait(BARRIER_SECONDS)  # round done
     except Exception:  # noqa: BLE001 - a broken barrier: reported
         errors.append("barrier: " + traceback.format_exc(limit=2))
@@ -77,18 +106,19 @@ def run(
     barrier: Any,
     results: Any,
 ) -> None:
-    workers = [
-        threading.Thread(
-            target=_thread,
-            args=(f"p{index}t{t}", url, store_path, rounds, calls, barrier, results),
-            name=f"worker-{index}-{t}",
-        )
-        for t in range(threads)
-    ]
-    for w in workers:
-        w.start()
-    for w in workers:
-        w.join()
+    with _auth_log() as log:
+        workers = [
+            threading.Thread(
+                target=_thread,
+                args=(f"p{index}t{t}", url, store_path, rounds, calls, barrier, results, log),
+                name=f"worker-{index}-{t}",
+            )
+            for t in range(threads)
+        ]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
 
 
 def one_call(url: str, store_path: str, message: str) -> str:
