@@ -196,7 +196,7 @@ RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_http_transport.py::test_sse_parser_large_event_linear_and_cap", ("timing",)),
     ("test_http_transport.py::test_sse_retry_resumes_with_get_and_last_event_id", ("timing",)),
     ("test_icons.py", ("real_server",)),
-    ("test_layering.py::test_no_new_import_cycle", ("slow",)),
+    ("test_layering.py::test_lint_imports_finds_a_cycle_it_is_shown", ("real",)),
     (
         "test_legacy_sse_oversize.py::test_everything_server_big_reply_with_its_id_last",
         ("real_server",),
