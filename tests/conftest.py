@@ -14,6 +14,22 @@ import psutil
 import pytest
 import tiers
 
+# The test files sit in folders named after the package part they test (tests/README.md) and
+# have unique names: pytest's default "prepend" import mode imports each as a top-level module
+# and puts its folder on sys.path as it collects it. Test modules import helpers from one
+# another by that name, across folders too (tests/config/test_config_auth.py uses
+# tests/auth/test_auth_device.py's DeviceAS): put every test folder on sys.path now, so that a
+# folder or a file run alone imports as in a full run. (tests/ itself is there already: this
+# conftest's folder, for the support modules: fakes, tiers, servers, auth_peers...)
+_TESTS = os.path.dirname(os.path.abspath(__file__))
+for _folder in sorted(os.scandir(_TESTS), key=lambda entry: entry.name, reverse=True):
+    if (
+        _folder.is_dir()
+        and _folder.path not in sys.path
+        and any(name.startswith("test_") and name.endswith(".py") for name in os.listdir(_folder))
+    ):
+        sys.path.insert(0, _folder.path)
+
 # A shell that starts the test command in the background (`cmd &` without job control)
 # leaves SIGINT ignored, and an ignored signal stays ignored across exec: neither this
 # process nor the servers and CLIs it spawns would see Ctrl-C, and the Ctrl-C tests would

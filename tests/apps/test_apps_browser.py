@@ -57,8 +57,8 @@ from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 NODE_BIN = REPO / "tests" / "node" / "node_modules" / ".bin"
-PROXY = Path(__file__).with_name("recording_proxy.py")
-PROBE = Path(__file__).with_name("probe_app_server.py")
+PROXY = Path(__file__).resolve().parents[1] / "browser" / "recording_proxy.py"
+PROBE = Path(__file__).resolve().parents[1] / "browser" / "probe_app_server.py"
 CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 if not (CHROMIUM and CHROMEDRIVER):
     pytest.skip(

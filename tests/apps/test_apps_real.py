@@ -1,6 +1,6 @@
 """mcpsync.apps against real MCP Apps servers from npm (pinned in tests/node/package.json):
 ``@modelcontextprotocol/server-basic-vanillajs`` and ``server-budget-allocator``, over stdio.
-No browser here: the app's side of the bridge is played by the test (tests/browser/ has
+No browser here: the app's side of the bridge is played by the test (test_apps_browser.py has
 the real app in chromium)."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from mcpsync.apps import AppBridge
 
 pytestmark = pytest.mark.real
 
-NODE_BIN = Path(__file__).resolve().parent / "node" / "node_modules" / ".bin"
+NODE_BIN = Path(__file__).resolve().parents[1] / "node" / "node_modules" / ".bin"
 SERVERS = {
     "basic": ("mcp-server-basic-vanillajs", "get-time", "ui://get-time/mcp-app.html"),
     "budget": (

@@ -34,7 +34,7 @@ from mcpsync.errors import AuthError, ConfigError
 from mcpsync.transports.http.client import HTTPClient
 from mcpsync.transports.http.requestauth import RequestAuth
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _claims(proof: str) -> dict[str, Any]:

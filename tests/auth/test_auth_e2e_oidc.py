@@ -26,7 +26,7 @@ from mcpsync.errors import AuthError
 
 pytestmark = pytest.mark.real
 
-ROOT = Path(__file__).resolve().parent
+ROOT = Path(__file__).resolve().parents[1]  # tests/
 NODE = ROOT / "node" / "node_modules" / ".bin" / "node"
 LAUNCHER = ROOT / "auth_peers" / "oidc_server.mjs"
 

@@ -270,7 +270,7 @@ def test_cli_keyring_without_a_backend_says_so(capsys):
     assert code == 2 and "no system keyring is available" in err
 
 
-# smoke --keyring (threads and worker processes): tests/test_smoke_keyring.py
+# smoke --keyring (threads and worker processes): tests/smoke/test_smoke_keyring.py
 
 
 def test_keyring_store_is_made_only_when_oauth_is_needed(monkeypatch):

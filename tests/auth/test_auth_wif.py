@@ -206,7 +206,7 @@ def _suite_run(key: str, tmp_path) -> tuple[dict, list[dict]]:
 
     if not (NODE_BIN / "conformance").exists():
         pytest.skip("the conformance suite is not installed in tests/node")
-    client = Path(__file__).resolve().parent / "auth_peers" / "wif_client.py"
+    client = Path(__file__).resolve().parents[1] / "auth_peers" / "wif_client.py"
     report = tmp_path / f"{key}.json"
     env = dict(os.environ, PATH=f"{NODE_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
     subprocess.run(

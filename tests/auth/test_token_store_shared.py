@@ -227,7 +227,7 @@ def test_dask_workers_in_2_processes_share_one_token_file(
     distributed = pytest.importorskip("dask.distributed")
     rounds, tasks = 3, 8
     store = tmp_path / "tokens.json"
-    tests_dir = str(Path(__file__).parent)  # the workers import auth_peers from here
+    tests_dir = str(Path(__file__).resolve().parents[1])  # the workers import auth_peers from here
     monkeypatch.setenv(
         "PYTHONPATH", os.pathsep.join(filter(None, [tests_dir, os.environ.get("PYTHONPATH")]))
     )

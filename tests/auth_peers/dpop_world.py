@@ -1,6 +1,6 @@
 """An authorization server and an MCP server that speak DPoP, on loopback, with knobs.
 
-Owns: :class:`DPoPWorld` for the DPoP tests (tests/test_auth_dpop.py). Two
+Owns: :class:`DPoPWorld` for the DPoP tests (tests/auth/test_auth_dpop.py). Two
 ``ThreadingHTTPServer`` s (two origins):
 
 - the AS: RFC 8414 metadata (``dpop_signing_alg_values_supported`` unless ``advertise`` is

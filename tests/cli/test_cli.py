@@ -17,7 +17,7 @@ import pytest
 
 from mcpsync.cli import main
 
-NODE_BIN = Path(__file__).parent / "node" / "node_modules" / ".bin"
+NODE_BIN = Path(__file__).resolve().parents[1] / "node" / "node_modules" / ".bin"
 DEMO = [sys.executable, "-m", "mcpsync.demo_server"]
 TIMEOUT = 30
 

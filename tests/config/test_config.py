@@ -17,7 +17,7 @@ from mcpsync.config import (
 )
 from mcpsync.errors import ConfigError
 
-FIX = Path(__file__).parent / "fixtures" / "configs"
+FIX = Path(__file__).resolve().parents[1] / "fixtures" / "configs"
 HOME = str(Path.home())
 
 

@@ -15,7 +15,7 @@ import mcpsync
 from mcpsync import display
 from mcpsync.cli import main as cli_main
 
-SERVER = [sys.executable, str(Path(__file__).parent / "servers" / "icons_server.py")]
+SERVER = [sys.executable, str(Path(__file__).resolve().parents[1] / "servers" / "icons_server.py")]
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
 )

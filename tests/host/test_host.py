@@ -327,7 +327,7 @@ def test_qualified_name_sanitises_server():
 
 # ---------------------------------------------------------------- real servers
 
-NODE_BIN = Path(__file__).parent / "node" / "node_modules" / ".bin"
+NODE_BIN = Path(__file__).resolve().parents[1] / "node" / "node_modules" / ".bin"
 DEMO = {"command": sys.executable, "args": ["-m", "mcpsync.demo_server"]}
 
 

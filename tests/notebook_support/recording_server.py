@@ -1,6 +1,6 @@
 """The demo server, plus a record of every ``notifications/cancelled`` it received.
 
-Owns: :class:`RecordingServer`, used by the kernel-interrupt test in ``tests/test_notebooks.py``
+Owns: :class:`RecordingServer`, used by the kernel-interrupt test in ``tests/notebooks/test_notebooks.py``
 to show that the server was told when a call was cancelled (notebook 04 writes its own copy,
 so that it needs nothing from ``tests/``).
 It adds one tool, ``cancellations``, whose result lists what arrived (request id, reason,

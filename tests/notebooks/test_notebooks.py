@@ -46,7 +46,7 @@ pytest.importorskip("nbclient")
 pytest.importorskip("nbformat")
 pytest.importorskip("ipykernel")
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS = REPO / "notebooks"
 RECORDING_SERVER = REPO / "tests" / "notebook_support" / "recording_server.py"
 CELL_TIMEOUT = 60.0

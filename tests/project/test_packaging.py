@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 # Imports that are not install_requires: imported lazily where a feature needs them, each
 # with the extra that provides it, or None: whoever uses the feature has it already.

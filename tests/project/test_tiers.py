@@ -12,7 +12,7 @@ import tiers
 
 pytest_plugins = ["pytester"]
 
-TESTS = Path(__file__).parent
+TESTS = Path(__file__).resolve().parents[1]
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -34,6 +34,23 @@ def test_every_rule_names_a_file_and_tests_that_exist() -> None:
     names = {p.name: _test_names(p) for p in TESTS.rglob("test_*.py")}
     stale = tiers.unmatched(names, names)
     assert not stale, f"rules in tests/tiers.py that match no test (renamed or deleted?): {stale}"
+
+
+def test_test_files_have_unique_names_in_folders_that_are_not_packages() -> None:
+    # The rules name files by name alone, and pytest's default ("prepend") import mode imports
+    # each test file as a top-level module named after it: two files of one name would clash.
+    # An __init__.py in a test folder would change the module names (and the sys.path entries
+    # the support modules are found through): tests/README.md.
+    files = sorted(TESTS.rglob("test_*.py"))
+    seen: dict[str, list[str]] = {}
+    for path in files:
+        seen.setdefault(path.name, []).append(path.relative_to(TESTS).as_posix())
+    assert not {n: p for n, p in seen.items() if len(p) > 1}, "test files of one name"
+    packages = sorted({p.parent.name for p in files if (p.parent / "__init__.py").exists()})
+    assert not packages, f"test folders with an __init__.py: {packages}"
+    assert all(p.parent != TESTS for p in files), (
+        "a test file at tests/ top level (tests/README.md)"
+    )
 
 
 def test_a_stale_rule_is_reported() -> None:

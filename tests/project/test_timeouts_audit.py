@@ -261,7 +261,7 @@ def test_http_connect_timeout_against_a_port_that_never_answers(
     # the TCP connection completes (the kernel's backlog), nothing is ever read or answered
     # (``mcpsync.Session``, a lazy attribute, is imported before the clock starts: the first
     # in a process, under pytest's assertion rewriting and double load, took 0.5-1.5 s
-    # before connect() was entered; see tests/test_connect_bound.py::_connect_fails)
+    # before connect() was entered; see tests/session/test_connect_bound.py::_connect_fails)
     connect = mcpsync.Session.connect
     with silent_tcp() as url:
         elapsed, error = timed(
@@ -616,7 +616,7 @@ def test_device_flow_authorization_timeout(
     rsps: Any, http: Any, interval: int, authorization_timeout: float, expires_in: int
 ) -> None:
     # the AS says authorization_pending for ever (the fake-clock schedule is in
-    # tests/test_auth_device.py; this is the same through the wall clock)
+    # tests/auth/test_auth_device.py; this is the same through the wall clock)
     from auth_peers.mock_world import World, post
     from test_auth_device import DeviceAS
 

@@ -9,7 +9,7 @@ machine grants (``OAuth.client_credentials``, ``enterprise_managed``, ``workload
 ``timeout=``), ``LegacySSETransport(sse_read_timeout=)``, the headless authorization
 (``headless_redirect(timeout=)``, ``OAuth(redirect="headless", authorization_timeout=)``),
 ``to_langchain(timeout=)`` and ``SmokeOptions(close_timeout=)``. Same rules as
-tests/test_timeouts_audit.py (whose ``timed``/``check_bound`` it uses): the typed error
+tests/project/test_timeouts_audit.py (whose ``timed``/``check_bound`` it uses): the typed error
 within the bound + 0.5 s, and not before the bound - 0.05 s where the bound is used up.
 
 Servers: ``tests/servers/stall_more_server.py`` (stdio: tasks and apps), the official-SDK

@@ -153,7 +153,7 @@ def test_every_timeout_knob_is_documented():
     import inspect
     import pathlib
 
-    root = pathlib.Path(__file__).resolve().parent.parent
+    root = pathlib.Path(__file__).resolve().parents[2]
     api = (root / "docs" / "session-api.md").read_text()
     readme = (root / "README.md").read_text()
     timeouts = readme.split("## Timeouts", 1)[1].split("\n## ", 1)[0]

@@ -1,4 +1,4 @@
-"""A stdlib-only legacy (2025-11-25) stdio server with bring-up faults, for tests/test_bringup.py.
+"""A stdlib-only legacy (2025-11-25) stdio server with bring-up faults, for tests/protocol/test_bringup.py.
 
 Owns: the start-up behaviours a new user meets, one flag each:
 

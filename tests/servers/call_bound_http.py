@@ -1,6 +1,6 @@
 """An MCP server over HTTP/1.1 (raw sockets, in the test process) that stalls the wire.
 
-Owns: ``CallBoundHTTP``, for tests/test_call_bound.py: Streamable HTTP on ``/mcp`` (JSON
+Owns: ``CallBoundHTTP``, for tests/session/test_call_bound.py: Streamable HTTP on ``/mcp`` (JSON
 replies, a session id) and the 2024-11-05 HTTP+SSE transport (``GET /sse``, then POSTs to
 ``/messages``), keep-alive connections, answering ``initialize``, ``ping``,
 ``tools/list`` and ``tools/call``. How it misbehaves:

@@ -1,4 +1,4 @@
-"""A stdio MCP server (2025-11-25, no SDK) whose paged lists misbehave, for tests/test_paging_hostile.py.
+"""A stdio MCP server (2025-11-25, no SDK) whose paged lists misbehave, for tests/protocol/test_paging_hostile.py.
 
 ``python paging_server.py MODE [DELAY]``; every list (tools, resources, resource templates,
 prompts) pages the same way:

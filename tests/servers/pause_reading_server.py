@@ -1,6 +1,6 @@
 """A stdio MCP server (2025-11-25, no SDK) that stops reading its stdin for a while.
 
-For tests/test_call_bound.py. Tools: ``pause {"seconds": S}`` answers, then reads nothing
+For tests/session/test_call_bound.py. Tools: ``pause {"seconds": S}`` answers, then reads nothing
 from stdin for S seconds (a client's big write stalls on the full pipe), then reads on;
 ``trickle {"every": S}`` writes its reply (about 80 bytes) a byte every S seconds;
 ``echo {"message": M}`` answers with the length of M (``len=N``).

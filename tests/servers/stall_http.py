@@ -1,5 +1,5 @@
 """In-process HTTP MCP peers (stdlib only) that stall one chosen step, for the timeout audit
-(tests/test_timeouts_audit.py).
+(tests/project/test_timeouts_audit.py).
 
 Owns: the HTTP stalls the audit measures bounds against: a handshake-era (2025-11-25)
 server over Streamable HTTP (``/mcp``) and over legacy HTTP+SSE (``/sse`` + ``/messages``)

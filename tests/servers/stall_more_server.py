@@ -1,5 +1,5 @@
 """A stdlib-only legacy (2025-11-25) stdio server with tasks and an MCP App, that stalls at
-one chosen step, for the rest of the timeout audit (tests/test_timeouts_audit_more.py).
+one chosen step, for the rest of the timeout audit (tests/project/test_timeouts_audit_more.py).
 
 Owns: the stdio stalls of the task and app timeouts (``Session.task(timeout=)``,
 ``TaskFuture.wait_task_id(timeout=)``, ``AppBridge(call_timeout=)``, ``apps.call(timeout=)``,

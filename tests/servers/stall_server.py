@@ -1,5 +1,5 @@
 """A stdlib-only legacy (2025-11-25) stdio server that stalls at one chosen step, for the
-timeout audit (tests/test_timeouts_audit.py).
+timeout audit (tests/project/test_timeouts_audit.py).
 
 Owns: the stdio stalls each timeout parameter of the public API is measured against.
 

@@ -1,5 +1,5 @@
 """A stdlib-only legacy (2025-11-25) stdio server that misbehaves during bring-up, for
-tests/test_connect_bound.py, tests/test_probe_crash.py and tests/test_server_stderr.py.
+tests/session/test_connect_bound.py, tests/protocol/test_probe_crash.py and tests/session/test_server_stderr.py.
 
 Owns: one flag per bring-up fault a user meets:
 

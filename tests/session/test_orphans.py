@@ -20,7 +20,7 @@ import pytest
 
 from mcpsync.transports import spawn
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 WAIT = 30.0
 
 linux_only = pytest.mark.skipif(
@@ -91,7 +91,7 @@ def _env(method: str, reaper: str = "off") -> dict[str, str]:
     env = dict(os.environ)
     env["MCPSYNC_PDEATHSIG"] = method
     # by default the parent-death signal alone (the reaper, which ends whole groups, has
-    # its own tests: tests/test_orphans_tree.py)
+    # its own tests: tests/session/test_orphans_tree.py)
     env["MCPSYNC_REAPER"] = reaper
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     return env

@@ -21,7 +21,7 @@ import pytest
 import mcpsync
 from mcpsync.transports import reaper, spawn
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 WAIT = 30.0
 
 posix_only = pytest.mark.skipif(os.name != "posix", reason="process groups are POSIX's")

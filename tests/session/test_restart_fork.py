@@ -1,7 +1,7 @@
 """The restart policy in a child of ``os.fork()``: a session used there brings up its own
 connection (its own server process) instead of raising ``ForkedError``; the parent's
 session and server are never touched. Without the policy the child gets ``ForkedError``
-(``tests/test_fork.py`` covers that side)."""
+(``tests/session/test_fork.py`` covers that side)."""
 
 from __future__ import annotations
 

@@ -31,7 +31,7 @@ import mcpsync
 from mcpsync import RestartPolicy, TaskFuture
 
 WAIT = 30.0
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def tasks_argv(store: Path, *flags: str) -> list[str]:

@@ -3,7 +3,7 @@
 The workers get a ``TokenStoreSpec`` (plain data) and open the keyring in their own
 process. Against the bundled demo OAuth server (``DemoHTTPServer(auth=True)``, client
 credentials): a token obtained once is reused by every entry and every worker, in threads
-(keyring's in-process backend set to an in-memory one, as ``tests/test_auth_store_cli.py``
+(keyring's in-process backend set to an in-memory one, as ``tests/auth/test_auth_store_cli.py``
 does) and in worker processes (``--executor process``: spawned processes find their
 backend through ``PYTHON_KEYRING_BACKEND``, here a file-backed one, so the processes
 share it). The authorization server counts the token requests; nothing lands in the file
@@ -38,7 +38,7 @@ from mcpsync.demo_server.http import DemoHTTPServer  # noqa: E402
 from mcpsync.errors import ConfigError  # noqa: E402
 
 SECRET = "svc-SECRET-k3y"
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 ENTRIES = ("a", "b", "c")
 
 

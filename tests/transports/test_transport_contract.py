@@ -21,7 +21,7 @@ from mcpsync.transports.http.streamable import StreamableHTTPTransport
 from mcpsync.transports.memory import MemoryTransport, memory_pair
 from mcpsync.transports.stdio import StdioTransport
 
-ROOT = Path(__file__).resolve().parent.parent / "mcpsync"
+ROOT = Path(__file__).resolve().parents[2] / "mcpsync"
 WAIT = 10.0
 
 # The optional hooks and the abilities: callers use them as declared, never find them by name.
