@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
+REPO = pathlib.Path(__file__).resolve().parents[2]
 README = (REPO / "README.md").read_text()
 MARKER = "<!-- runnable:"
 BLOCK = re.compile(r"^(<!-- runnable:[^\n]*-->\n)?```(\w+)\n(.*?)^```", re.S | re.M)
@@ -33,6 +33,22 @@ def runnable_blocks() -> list[tuple[int, str, str]]:
         if m.group(1):
             out.append((README[: m.start()].count("\n") + 2, m.group(2), m.group(3)))
     return out
+
+
+# Where the README, docs/ and notebooks/README.md send a reader for the tests of a feature.
+TEST_PATH = re.compile(r"\btests/[\w/]*?test_\w+\.py")
+DOCS = [REPO / "README.md", REPO / "notebooks" / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+
+
+def test_the_test_files_the_docs_name_exist():
+    cited = {
+        (doc.relative_to(REPO).as_posix(), path)
+        for doc in DOCS
+        for path in TEST_PATH.findall(doc.read_text(encoding="utf-8"))
+    }
+    assert len(cited) >= 20, "the README and docs/ stopped naming test files?"
+    missing = sorted((doc, path) for doc, path in cited if not (REPO / path).is_file())
+    assert not missing, f"test files named but not there (moved? tests/README.md): {missing}"
 
 
 def test_readme_quickstart_runs(no_leaks, capsys):
