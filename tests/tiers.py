@@ -2,10 +2,11 @@
 to markers, read by ``conftest.py`` at collection time.
 
 The markers themselves are registered in ``pyproject.toml`` (``--strict-markers``); this module
-only says which tests carry them, so a file needs no ``pytestmark`` line and a move of a test
-file is one edit here. A rule is ``"file.py"`` (every test in the file) or
-``"file.py::pattern"`` (the tests whose name matches the ``fnmatch`` pattern; parametrised
-ids are matched without their ``[...]`` part). A test gets the union of the markers of every
+only says which tests carry them, so a file needs no ``pytestmark`` line and a renamed test
+file is one edit here (a file moved to another folder is none: rules name files, not folders;
+tests/README.md). A rule is ``"file.py"`` (every test in the file) or ``"file.py::pattern"``
+(the tests whose name matches the ``fnmatch`` pattern; parametrised ids are matched without
+their ``[...]`` part). A test gets the union of the markers of every
 rule that matches it, plus any it declares itself.
 
 The tiers ``scripts/test`` runs:
