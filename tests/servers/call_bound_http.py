@@ -14,7 +14,8 @@ replies, a session id) and the 2024-11-05 HTTP+SSE transport (``GET /sse``, then
 - any other tool: its name echoed at once.
 
 ``served`` lists the methods answered, ``stalled`` is set once a body was left unread,
-``connections`` counts the connections accepted. Every wait is on the stop event:
+``connections`` counts the connections accepted, ``calls`` lists each ``tools/call`` (or
+body left unread) with the number of the connection it came on. Every wait is on the stop event:
 ``stop()`` ends every connection at once and joins every thread it started.
 """
 
@@ -38,6 +39,7 @@ class CallBoundHTTP:
         self.served: list[str] = []
         self.stalled = threading.Event()
         self.connections = 0
+        self.calls: list[tuple[str, int]] = []  # (tool, or "unread body"; connection number)
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
@@ -86,16 +88,17 @@ class CallBoundHTTP:
             except OSError:
                 return
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            thread = threading.Thread(
-                target=self._serve, args=(conn,), name="test-call-bound-conn", daemon=True
-            )
             with self._lock:
                 self.connections += 1
+                thread = threading.Thread(
+                    target=self._serve, args=(conn, self.connections),
+                    name="test-call-bound-conn", daemon=True,
+                )  # fmt: skip
                 self._conns.add(conn)
                 self._threads.append(thread)
             thread.start()
 
-    def _serve(self, conn: socket.socket) -> None:
+    def _serve(self, conn: socket.socket, number: int) -> None:
         buffered = b""
         try:
             conn.settimeout(30)
@@ -119,6 +122,7 @@ class CallBoundHTTP:
                         if not piece:
                             return
                         buffered += piece
+                    self.calls.append(("unread body", number))
                     self.stalled.set()
                     self._stop.wait()  # never read the rest
                     return
@@ -128,7 +132,7 @@ class CallBoundHTTP:
                         return
                     buffered += piece
                 body, buffered = buffered[:length], buffered[length:]
-                if not self._answer(conn, method, path, body):
+                if not self._answer(conn, method, path, body, number):
                     return
         except OSError:
             return
@@ -137,7 +141,9 @@ class CallBoundHTTP:
                 self._conns.discard(conn)
             conn.close()
 
-    def _answer(self, conn: socket.socket, method: str, path: str, body: bytes) -> bool:
+    def _answer(
+        self, conn: socket.socket, method: str, path: str, body: bytes, number: int
+    ) -> bool:
         """Answer one request; False when the connection is to end (the event stream)."""
         if method == "GET" and path.startswith("/sse"):
             conn.sendall(
@@ -163,6 +169,8 @@ class CallBoundHTTP:
             return True
         result: dict[str, Any]
         tool = str((message.get("params") or {}).get("name"))
+        if name == "tools/call":
+            self.calls.append((tool, number))
         if name == "initialize":
             result = {
                 "protocolVersion": "2025-11-25",

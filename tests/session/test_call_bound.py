@@ -65,7 +65,6 @@ def stall(s: mcpsync.Session, how: str) -> None:
 def test_http_call_timeout_bounds_the_write_and_the_reply(no_leaks, server, kind, how):
     with http_session(server, kind) as s:
         assert text(s.call_tool("echo", {}, timeout=5)) == "echo"
-        before = server.connections
         started = time.monotonic()
         with pytest.raises(RequestTimeout):
             stall(s, how)
@@ -76,7 +75,8 @@ def test_http_call_timeout_bounds_the_write_and_the_reply(no_leaks, server, kind
         started = time.monotonic()
         assert text(s.call_tool("echo", {}, timeout=5)) == "echo"
         assert time.monotonic() - started < 2
-        assert server.connections > before, "the stalled connection was reused"
+        (_, stalled_on), (last, served_on) = server.calls[-2:]
+        assert last == "echo" and served_on != stalled_on, "the stalled connection was reused"
 
 
 @pytest.mark.parametrize("how", ["unread body", "trickle"])
@@ -87,14 +87,14 @@ def test_requests_path_call_timeout_bounds_the_write_and_the_reply(no_leaks, ser
         server.url, era="legacy", timeout=20, http_session=requests.Session()
     ) as s:
         assert text(s.call_tool("echo", {}, timeout=5)) == "echo"
-        before = server.connections
         started = time.monotonic()
         with pytest.raises(RequestTimeout):
             stall(s, how)
         elapsed = time.monotonic() - started
         assert elapsed <= TIMEOUT + SLACK, f"{how}: {elapsed:.2f} s for a {TIMEOUT} s timeout"
         assert text(s.call_tool("echo", {}, timeout=5)) == "echo"
-        assert server.connections > before, "the stalled connection was reused"
+        (_, stalled_on), (last, served_on) = server.calls[-2:]
+        assert last == "echo" and served_on != stalled_on, "the stalled connection was reused"
 
 
 def test_http_body_over_one_write_still_goes_out_whole(no_leaks, server):
