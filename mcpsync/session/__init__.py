@@ -304,7 +304,11 @@ class Session:
         """The HTTP session expired: bring it up again with the same capabilities."""
         log.warning("mcpsync: session with %s expired; initializing again", self.name)
         self.reinitializations += 1
-        self._initialize(era="legacy")
+        try:
+            self._initialize(era="legacy")
+        except BaseException:
+            self._conn.transport.handshake_failed()  # the next request leads a new attempt
+            raise
         self._tools.forget()
 
     def _relist_tools(self) -> None:

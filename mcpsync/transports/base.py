@@ -129,6 +129,11 @@ class Transport(ABC):
     def set_protocol_version(self, version: str) -> None:  # noqa: B027 - optional hook
         """Called once the protocol version is agreed (HTTP sends it as a header)."""
 
+    def handshake_failed(self) -> None:  # noqa: B027 - optional hook
+        """Called when a re-initialization (after an expired HTTP session) failed: its
+        ``initialize`` was refused or its reply unusable. A transport holding requests until
+        the new session is up lets the next one lead a new attempt (no-op by default)."""
+
     def describe(self) -> str:
         """One line for reports and error messages (no secrets)."""
         return self.kind

@@ -173,6 +173,15 @@ class SessionLifecycle:
         if renewed:
             self._renew_back_channel()  # the old session's GET stream goes
 
+    def handshake_failed(self) -> None:
+        """The re-initialization failed above the wire (an ``initialize`` answered with a
+        JSON-RPC error, or a reply the client refused): nobody will send
+        ``notifications/initialized``, so the session is stale and the next request leads."""
+        with self._state_lock:
+            if self._expiry is _LEADER or self._expiry is _HANDSHAKE:
+                self._expiry = _STALE
+                self._session_cond.notify_all()
+
     def _await_session(
         self,
         method: str | None,
