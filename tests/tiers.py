@@ -15,8 +15,9 @@ The tiers ``scripts/test`` runs:
   ``bash scripts/test --quick`` (under two minutes on two cores).
 * ``PARALLEL``: everything else that does not assert a wall-clock bound, spread over
   pytest-xdist workers.
-* ``SERIAL``: the ``timing`` tests, one at a time after the parallel run, so that a bound is
-  never measured while the suite itself competes for the CPUs.
+* ``SERIAL`` (the name kept): the ``timing`` tests, after the parallel run, on their own
+  xdist workers (4 by default): they spend their time waiting for the bound they check, and
+  each bound holds with both CPUs kept busy by other processes (``scripts/loaded-runs``).
 
 ``conftest.py`` checks the ``real_server`` and ``fork`` rules as it runs: a test that starts a
 process (``subprocess``, ``os.fork``, ``os.posix_spawn``) without one of them fails, so the
