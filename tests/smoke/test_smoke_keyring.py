@@ -38,7 +38,7 @@ from mcpsync.demo_server.http import DemoHTTPServer  # noqa: E402
 from mcpsync.errors import ConfigError  # noqa: E402
 
 SECRET = "svc-SECRET-k3y"
-TESTS = Path(__file__).resolve().parents[1]
+HERE = Path(__file__).resolve().parent  # processes import the FileKeyring backend from here
 ENTRIES = ("a", "b", "c")
 
 
@@ -176,7 +176,7 @@ def test_smoke_keyring_in_worker_processes_reuses_one_token(home, tmp_path, no_l
         **os.environ,
         "PYTHON_KEYRING_BACKEND": "test_smoke_keyring.FileKeyring",
         "MCPSYNC_TEST_KEYRING": str(shared),
-        "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]),
+        "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
     }
 
     def smoke(*args: str) -> tuple[int, Any]:
@@ -210,9 +210,7 @@ def test_smoke_keyring_on_dask_workers_reuses_one_token(ring, home, tmp_path, ca
     shared = tmp_path / "keyring.json"
     monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "test_smoke_keyring.FileKeyring")
     monkeypatch.setenv("MCPSYNC_TEST_KEYRING", str(shared))
-    monkeypatch.setenv(
-        "PYTHONPATH", os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])
-    )
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]))
     with (
         DemoHTTPServer(auth=True, clients={"svc": SECRET}) as server,
         distributed.LocalCluster(
