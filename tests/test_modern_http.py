@@ -134,7 +134,7 @@ def test_cancel_closes_the_response_stream(no_leaks):
         )
         assert started.wait(10)
         assert future.cancel()
-        assert aborted and aborted == [future._current._mcpsync_call.id]
+        assert aborted and aborted == [future._current.call.id]
         assert s.call_tool("echo", {"message": "still fine"}).content[0].text == "still fine"
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from ..errors import HandshakeError
-from ..rpc.calls import DEFAULT, Default
+from ..rpc.calls import DEFAULT, CallFuture, Default, call_of
 
 if TYPE_CHECKING:
     from ..rpc.connection import Connection, Progress
@@ -197,7 +197,7 @@ def settle(future: Future[Any], error: BaseException | None, value: Any = None) 
         pass
 
 
-class Derived(Future):  # type: ignore[type-arg]
+class Derived(CallFuture):
     """A future computed from another (a typed result from a raw one); cancel goes upstream."""
 
     def __init__(
@@ -207,7 +207,7 @@ class Derived(Future):  # type: ignore[type-arg]
         self._conn = conn
         self._source = source
         self._convert = convert
-        self._mcpsync_call = getattr(source, "_mcpsync_call", None)
+        self.call = call_of(source)
         source.add_done_callback(self._resolve)
 
     def _resolve(self, source: Future[Any]) -> None:

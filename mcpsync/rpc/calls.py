@@ -1,8 +1,8 @@
 """One request in flight, and the helpers a close needs.
 
 Owns: ``Progress`` (one progress report), ``_Call`` (a request's deadlines, progress
-callback and outcome slots), ``_RequestFuture`` (the future ``Connection.request``
-returns), ``server_error`` and ``_Call.settle_reply`` (a response as the outcome to
+callback and outcome slots), ``CallFuture`` and ``call_of`` (a future and the request
+that bounds it), ``RequestFuture`` (the future ``Connection.request`` returns), ``server_error`` and ``_Call.settle_reply`` (a response as the outcome to
 settle), ``fail_all`` (every pending call at once), ``ProgressTable`` and
 ``report_progress`` (who hears a progress token's reports), and
 ``join_until``/``warn_alive`` (join threads until one shared deadline; name those left).
@@ -18,13 +18,14 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, InvalidStateError
-from typing import Any, Final, NamedTuple
+from typing import Any, Final, NamedTuple, Protocol
 
 from .. import jsonrpc
 from ..errors import ProtocolError, RequestCancelled, ServerError, URLElicitationRequired
 from ..transports.base import Message
 
 __all__ = [
+    "CallFuture",
     "DEFAULT",
     "Default",
     "Progress",
@@ -33,6 +34,8 @@ __all__ = [
     "ProgressTable",
     "join_until",
     "warn_alive",
+    "RequestFuture",
+    "call_of",
     "server_error",
 ]
 
@@ -207,11 +210,33 @@ def fail_all(pending: dict[Any, _Call], error: BaseException) -> None:
         call.settle(None, error)
 
 
-class _RequestFuture(Future):  # type: ignore[type-arg]
-    """The future of one request: ``cancel()`` retires it and tells the server."""
+class CallFuture(Future):  # type: ignore[type-arg]
+    """A future whose outcome one request in flight bounds: ``call`` is that request (its
+    id and deadline; ``Connection.wait`` waits until that deadline), or None when no request
+    bounds it (e.g. a page from a cache). The engine's own futures are ``RequestFuture``s;
+    a future derived from another (a typed result, a list of pages, a modern call over
+    several requests) is a ``CallFuture`` that takes its source's call (``call_of``)."""
 
-    _mcpsync_call: _Call
-    _connection: Any  # the Connection (not imported: it imports this module)
+    call: _Call | None = None
+
+
+def call_of(future: Future[Any]) -> _Call | None:
+    """The request that bounds ``future`` (see ``CallFuture``); None for any other future."""
+    return future.call if isinstance(future, CallFuture) else None
+
+
+class Canceller(Protocol):
+    """What a ``RequestFuture`` needs of its connection: retire a cancelled call."""
+
+    def _on_cancelled(self, call: _Call) -> None: ...
+
+
+class RequestFuture(CallFuture):
+    """The future of one request (``Connection.request``): ``cancel()`` retires it and
+    tells the server."""
+
+    call: _Call
+    connection: Canceller
 
     def done(self) -> bool:
         # Read without the condition lock (callers poll this in their read loop); a
@@ -221,7 +246,7 @@ class _RequestFuture(Future):  # type: ignore[type-arg]
     def cancel(self) -> bool:
         if not super().cancel():
             return False
-        self._connection._on_cancelled(self._mcpsync_call)
+        self.connection._on_cancelled(self.call)
         return True
 
 

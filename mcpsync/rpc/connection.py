@@ -65,8 +65,9 @@ from .calls import (
     Default,
     Progress,
     ProgressTable,
+    RequestFuture,
     _Call,
-    _RequestFuture,
+    call_of,
     fail_all,
     join_until,
     report_progress,
@@ -217,7 +218,7 @@ class Connection:
         reset_timeout_on_progress: bool = False,
         max_timeout: float | None = None,
         headers: Mapping[str, str] | None = None,
-    ) -> Future[Any]:
+    ) -> RequestFuture:
         """Send a request; the future resolves to the raw ``result`` dict.
 
         ``timeout`` (seconds, None = no limit) defaults to the connection's. With
@@ -227,15 +228,15 @@ class Connection:
         Returns once the request is handed to the transport: where sending waits for the
         server (HTTP), it is sent on a shared sender thread (see the module docstring).
         """
-        future = _RequestFuture()
+        future = RequestFuture()
         # a sender thread sends its own follow-ups (the initialize of a re-initialization)
         # itself: it must never wait for a free sender
         call = self._start(
             method, params, future, timeout, on_progress, reset_timeout_on_progress, max_timeout,
             headers, self._send_later and threading.current_thread() not in SENDS.workers,
         )  # fmt: skip
-        future._mcpsync_call = call
-        future._connection = self
+        future.call = call
+        future.connection = self
         if on_progress is not None:
             rid = call.id
             future.add_done_callback(lambda _: self.progress.pop(rid, None))
@@ -393,7 +394,7 @@ class Connection:
         started = time.monotonic()
         while not target.done():
             # A modern future moves on to a new request each round: look its call up anew.
-            call = target if type(target) is _Call else self._call_of(target)
+            call = target if type(target) is _Call else call_of(target)
             now = time.monotonic()
             if call is not None:
                 remaining = call.deadline - now
@@ -421,9 +422,6 @@ class Connection:
                 call.event.wait(step)
             else:
                 futures_wait((target,), timeout=step)
-
-    def _call_of(self, future: Future[Any]) -> _Call | None:
-        return getattr(future, "_mcpsync_call", None)
 
     def _on_cancelled(self, call: _Call) -> None:
         if self._pending.pop(call.id, None) is not None:

@@ -32,7 +32,7 @@ from ...errors import (
     RequestTimeout,
     ServerError,
 )
-from ...rpc.calls import Default
+from ...rpc.calls import CallFuture, Default, call_of
 from ...rpc.connection import Connection
 from ...transports.http.headers import header_declarations, param_headers
 from .. import UNSET, Agreement, CallOptions, Convert, Era, Interest, settle
@@ -60,7 +60,7 @@ __all__ = ["ModernEra", "ModernFuture", "supported_of", "newest_mutual_modern"]
 log = logging.getLogger("mcpsync")
 
 
-class ModernFuture(Future):  # type: ignore[type-arg]
+class ModernFuture(CallFuture):
     """A modern call in flight, possibly over several requests (MRTR rounds, a task).
 
     ``cancel()`` cancels the request in flight (the server is told) and, for a task,
@@ -230,7 +230,7 @@ class ModernEra(Era):
         handle = ModernFuture(self, method)
         first = self._send(method, params, opts)
         handle._current = first
-        handle._mcpsync_call = getattr(first, "_mcpsync_call", None)  # type: ignore[attr-defined]
+        handle.call = call_of(first)
 
         def on_first(raw: Future[Any]) -> None:
             if handle.done():
@@ -450,7 +450,7 @@ class ModernEra(Era):
     ) -> Future[Any]:
         """One page of a list, from the hint cache while fresh, else from the server."""
         cached = self.cache.get(self.server_key, self.credential_key, method, params)
-        out: Future[Any] = Future()
+        out = CallFuture()  # a cached page: no request bounds it
         if cached is not None:
             try:
                 out.set_result(self._postprocess(method, cached))
@@ -458,7 +458,7 @@ class ModernEra(Era):
                 out.set_exception(exc)
             return out
         raw = self._send(method, params, CallOptions(timeout))
-        out._mcpsync_call = getattr(raw, "_mcpsync_call", None)  # type: ignore[attr-defined]
+        out.call = call_of(raw)
 
         def done(f: Future[Any]) -> None:
             if f.cancelled():
