@@ -113,13 +113,15 @@ def test_the_modern_listen_filter_follows_the_sessions_interest():
 
 
 def test_call_options_share_the_default_and_keep_the_progress_token():
-    assert CallOptions.of() is DEFAULT_OPTIONS
-    assert DEFAULT_OPTIONS.kwargs() == {}
+    from mcpsync.rpc.calls import DEFAULT
+    from mcpsync.rpc.connection import CallOptions as EngineOptions
+
+    assert CallOptions is EngineOptions  # one value from the Session down to the engine
+    assert CallOptions.of() is DEFAULT_OPTIONS and DEFAULT_OPTIONS.timeout is DEFAULT
     opts = CallOptions.of(reset_timeout_on_progress=True, max_timeout=9.0)
-    kwargs = opts.kwargs()
-    assert callable(kwargs["on_progress"])  # a token, or progress cannot reset the timer
-    assert kwargs["reset_timeout_on_progress"] is True and kwargs["max_timeout"] == 9.0
-    assert "timeout" not in kwargs and CallOptions.of(timeout=None).kwargs() == {"timeout": None}
+    assert callable(opts.on_progress)  # a token, or progress cannot reset the timer
+    assert opts.reset_timeout_on_progress is True and opts.max_timeout == 9.0
+    assert opts.timeout is DEFAULT and CallOptions.of(timeout=None).timeout is None
 
 
 def test_injected_caches_are_the_only_ones_written(no_leaks):
@@ -237,6 +239,11 @@ def test_timeout_default_given_explicitly_is_the_sessions(no_leaks):
         assert time.monotonic() - t0 < 5.0
         assert s.connection.call("echo", timeout=DEFAULT) == {"ok": 1}
         assert s.connection.wait(s.connection.request("echo", timeout=DEFAULT)) == {"ok": 1}
+        options = CallOptions(timeout=0.2)  # a raw request's options, as one value
+        with pytest.raises(mcpsync.RequestTimeout, match="0.2 s"):
+            s.connection.call("slow", None, options)
+        with pytest.raises(TypeError, match="once"):
+            s.connection.request("echo", None, options, timeout=1.0)
 
 
 WARM_CHECK = """

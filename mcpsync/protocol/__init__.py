@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from ..errors import HandshakeError
-from ..rpc.calls import DEFAULT, CallFuture, Default, call_of
+from ..rpc.calls import DEFAULT, DEFAULT_OPTIONS, CallFuture, CallOptions, Default, call_of
 
 if TYPE_CHECKING:
-    from ..rpc.connection import Connection, Progress
+    from ..rpc.connection import Connection
 
 __all__ = [
     "Agreement",
@@ -64,73 +64,6 @@ class Agreement:
     supported_versions: tuple[str, ...] = ()
     #: seconds spent on ``server/discover`` before falling back to initialize (auto era)
     probe_seconds: float | None = None
-
-
-def _ignore_progress(progress: Progress) -> None:
-    """The progress callback of a call that wants only ``reset_timeout_on_progress``:
-    with it the request carries a progress token, and each report restarts the timer."""
-
-
-class CallOptions:
-    """The four options of one call (``timeout`` ``UNSET``: the connection's default)."""
-
-    __slots__ = ("timeout", "on_progress", "reset_timeout_on_progress", "max_timeout")
-
-    def __init__(
-        self,
-        timeout: float | None | Default = UNSET,
-        on_progress: Callable[[Progress], None] | None = None,
-        reset_timeout_on_progress: bool = False,
-        max_timeout: float | None = None,
-    ) -> None:
-        if reset_timeout_on_progress and on_progress is None:
-            on_progress = _ignore_progress  # the token that lets progress reset the timer
-        self.timeout = timeout
-        self.on_progress = on_progress
-        self.reset_timeout_on_progress = reset_timeout_on_progress
-        self.max_timeout = max_timeout
-
-    @classmethod
-    def of(
-        cls,
-        timeout: float | None | Default = UNSET,
-        on_progress: Callable[[Progress], None] | None = None,
-        reset_timeout_on_progress: bool = False,
-        max_timeout: float | None = None,
-    ) -> CallOptions:
-        """The options, sharing ``DEFAULT_OPTIONS`` when none is given (the hot path)."""
-        if (
-            timeout is UNSET
-            and on_progress is None
-            and not reset_timeout_on_progress
-            and max_timeout is None
-        ):
-            return DEFAULT_OPTIONS
-        return cls(timeout, on_progress, reset_timeout_on_progress, max_timeout)
-
-    def only_timeout(self) -> CallOptions:
-        """The same timeout without progress (polls and follow-up requests)."""
-        return CallOptions(self.timeout)
-
-    def kwargs(self) -> dict[str, Any]:
-        """Keyword arguments for ``Connection.request``/``call``."""
-        kwargs: dict[str, Any] = {}
-        if self.timeout is not UNSET:
-            kwargs["timeout"] = self.timeout
-        if self.on_progress is not None:
-            kwargs["on_progress"] = self.on_progress
-            kwargs["reset_timeout_on_progress"] = self.reset_timeout_on_progress
-            kwargs["max_timeout"] = self.max_timeout
-        return kwargs
-
-    def __repr__(self) -> str:
-        return (
-            f"CallOptions(timeout={self.timeout!r}, on_progress={self.on_progress!r}, "
-            f"reset_timeout_on_progress={self.reset_timeout_on_progress}, max_timeout={self.max_timeout!r})"
-        )
-
-
-DEFAULT_OPTIONS = CallOptions()
 
 
 class Interest:

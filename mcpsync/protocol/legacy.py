@@ -111,29 +111,12 @@ class LegacyEra(Era):
     def call(
         self, method: str, params: dict[str, Any] | None, convert: Convert, opts: CallOptions
     ) -> Any:
-        return convert(
-            self._conn.call(
-                method,
-                params,
-                timeout=opts.timeout,
-                on_progress=opts.on_progress,
-                reset_timeout_on_progress=opts.reset_timeout_on_progress,
-                max_timeout=opts.max_timeout,
-            )
-        )
+        return convert(self._conn.call(method, params, opts))
 
     def submit(
         self, method: str, params: dict[str, Any] | None, convert: Convert, opts: CallOptions
     ) -> Future[Any]:
-        raw = self._conn.request(
-            method,
-            params,
-            timeout=opts.timeout,
-            on_progress=opts.on_progress,
-            reset_timeout_on_progress=opts.reset_timeout_on_progress,
-            max_timeout=opts.max_timeout,
-        )
-        return Derived(raw, convert, self._conn)
+        return Derived(self._conn.request(method, params, opts), convert, self._conn)
 
     def page(
         self, method: str, params: dict[str, Any] | None, timeout: float | None | Default = UNSET

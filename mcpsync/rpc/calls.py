@@ -26,7 +26,9 @@ from ..transports.base import Message
 
 __all__ = [
     "CallFuture",
+    "CallOptions",
     "DEFAULT",
+    "DEFAULT_OPTIONS",
     "Default",
     "Progress",
     "fail_all",
@@ -92,6 +94,70 @@ class Progress(NamedTuple):
     progress: float
     total: float | None = None
     message: str | None = None
+
+
+def _ignore_progress(progress: Progress) -> None:
+    """The progress callback of a call that wants only ``reset_timeout_on_progress``:
+    with it the request carries a progress token, and each report restarts the timer."""
+
+
+class CallOptions:
+    """The four options of one call, made once by the Session and passed down as one value
+    to ``Connection.request``/``call``.
+
+    ``timeout`` (seconds, None = no limit; ``DEFAULT``: the connection's default);
+    ``on_progress`` hears the call's progress reports (the request then carries a progress
+    token); with ``reset_timeout_on_progress`` each report restarts the timeout, but never
+    past ``max_timeout`` from the start (default: 10 x timeout).
+    """
+
+    __slots__ = ("timeout", "on_progress", "reset_timeout_on_progress", "max_timeout")
+
+    def __init__(
+        self,
+        timeout: float | None | Default = DEFAULT,
+        on_progress: Callable[[Progress], None] | None = None,
+        reset_timeout_on_progress: bool = False,
+        max_timeout: float | None = None,
+    ) -> None:
+        if reset_timeout_on_progress and on_progress is None:
+            on_progress = _ignore_progress  # the token that lets progress reset the timer
+        self.timeout = timeout
+        self.on_progress = on_progress
+        self.reset_timeout_on_progress = reset_timeout_on_progress
+        self.max_timeout = max_timeout
+
+    @classmethod
+    def of(
+        cls,
+        timeout: float | None | Default = DEFAULT,
+        on_progress: Callable[[Progress], None] | None = None,
+        reset_timeout_on_progress: bool = False,
+        max_timeout: float | None = None,
+    ) -> CallOptions:
+        """The options, sharing ``DEFAULT_OPTIONS`` when none is given (the hot path)."""
+        if (
+            timeout is DEFAULT
+            and on_progress is None
+            and not reset_timeout_on_progress
+            and max_timeout is None
+        ):
+            return DEFAULT_OPTIONS
+        return cls(timeout, on_progress, reset_timeout_on_progress, max_timeout)
+
+    def only_timeout(self) -> CallOptions:
+        """The same timeout without progress (polls and follow-up requests)."""
+        return CallOptions(self.timeout)
+
+    def __repr__(self) -> str:
+        return (
+            f"CallOptions(timeout={self.timeout!r}, on_progress={self.on_progress!r}, "
+            f"reset_timeout_on_progress={self.reset_timeout_on_progress}, max_timeout={self.max_timeout!r})"
+        )
+
+
+#: the options of a call that names none (shared: the hot path makes no object)
+DEFAULT_OPTIONS = CallOptions()
 
 
 class _Call:

@@ -62,6 +62,8 @@ from ..errors import (
 from ..transports.base import Message, Transport
 from .calls import (
     DEFAULT,
+    DEFAULT_OPTIONS,
+    CallOptions,
     Default,
     Progress,
     ProgressTable,
@@ -80,6 +82,7 @@ from .shared import POOL, SENDS, TIMER
 
 __all__ = [
     "CLOSE_TIMEOUT",
+    "CallOptions",
     "DEFAULT",
     "Default",
     "Connection",
@@ -99,6 +102,15 @@ NotificationHandler = Callable[[str, dict[str, Any]], None]
 
 #: Seconds ``close()`` waits, in all, for every thread of a session to stop.
 CLOSE_TIMEOUT = 3.0
+
+
+def _with_timeout(options: CallOptions, timeout: float | None) -> CallOptions:
+    """``options`` with ``timeout`` (a raw request's ``timeout=``), which they must not name too."""
+    if options.timeout is not DEFAULT:
+        raise TypeError("give the timeout once: in the CallOptions or as timeout=")
+    return CallOptions(
+        timeout, options.on_progress, options.reset_timeout_on_progress, options.max_timeout
+    )
 
 
 class Connection:
@@ -212,32 +224,32 @@ class Connection:
         self,
         method: str,
         params: dict[str, Any] | None = None,
+        options: CallOptions = DEFAULT_OPTIONS,
         *,
         timeout: float | None | Default = DEFAULT,
-        on_progress: Callable[[Progress], None] | None = None,
-        reset_timeout_on_progress: bool = False,
-        max_timeout: float | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> RequestFuture:
         """Send a request; the future resolves to the raw ``result`` dict.
 
-        ``timeout`` (seconds, None = no limit) defaults to the connection's. With
-        ``reset_timeout_on_progress`` each progress report restarts the timeout, but
-        never past ``max_timeout`` from the start (default: 10 x timeout). ``headers``:
-        extra HTTP headers for this request (``Mcp-Param-*``), for transports that take them.
-        Returns once the request is handed to the transport: where sending waits for the
-        server (HTTP), it is sent on a shared sender thread (see the module docstring).
+        ``options``: the call's ``CallOptions`` (timeout, progress), as the Session made
+        them; ``timeout=`` alone is short for ``CallOptions(timeout)`` (raw requests).
+        ``headers``: extra HTTP headers for this request (``Mcp-Param-*``), for transports
+        that take them. Returns once the request is handed to the transport: where sending
+        waits for the server (HTTP), it is sent on a shared sender thread (see the module
+        docstring).
         """
+        if timeout is not DEFAULT:
+            options = _with_timeout(options, timeout)
         future = RequestFuture()
         # a sender thread sends its own follow-ups (the initialize of a re-initialization)
         # itself: it must never wait for a free sender
         call = self._start(
-            method, params, future, timeout, on_progress, reset_timeout_on_progress, max_timeout,
-            headers, self._send_later and threading.current_thread() not in SENDS.workers,
+            method, params, future, options, headers,
+            self._send_later and threading.current_thread() not in SENDS.workers,
         )  # fmt: skip
         future.call = call
         future.connection = self
-        if on_progress is not None:
+        if options.on_progress is not None:
             rid = call.id
             future.add_done_callback(lambda _: self.progress.pop(rid, None))
         return future
@@ -246,11 +258,9 @@ class Connection:
         self,
         method: str,
         params: dict[str, Any] | None = None,
+        options: CallOptions = DEFAULT_OPTIONS,
         *,
         timeout: float | None | Default = DEFAULT,
-        on_progress: Callable[[Progress], None] | None = None,
-        reset_timeout_on_progress: bool = False,
-        max_timeout: float | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> Any:
         """Send a request and block until its raw ``result`` dict arrives (``request`` + ``wait``).
@@ -259,14 +269,13 @@ class Connection:
         the call's own slots. Same options, errors, timeouts and Ctrl-C handling as
         ``wait(request(...))``.
         """
-        call = self._start(
-            method, params, None, timeout, on_progress, reset_timeout_on_progress, max_timeout,
-            headers,
-        )  # fmt: skip
+        if timeout is not DEFAULT:
+            options = _with_timeout(options, timeout)
+        call = self._start(method, params, None, options, headers)
         try:
             return self._wait_call(call)
         finally:
-            if on_progress is not None:
+            if options.on_progress is not None:
                 self.progress.pop(call.id, None)
 
     def _start(
@@ -274,10 +283,7 @@ class Connection:
         method: str,
         params: dict[str, Any] | None,
         future: Future[Any] | None,
-        timeout: float | None | Default,
-        on_progress: Callable[[Progress], None] | None,
-        reset_timeout_on_progress: bool,
-        max_timeout: float | None,
+        options: CallOptions,
         headers: Mapping[str, str] | None,
         later: bool = False,
     ) -> _Call:
@@ -289,6 +295,7 @@ class Connection:
         call = _Call(rid, method, future)
         if get_ident() == self._dispatcher.ident:
             call.ordered = False  # a callback calls: its reply cannot wait for the dispatcher
+        on_progress = options.on_progress
         if self.meta_provider is not None or on_progress is not None:
             params = dict(params) if params else {}
             meta = dict(params.get("_meta") or {})
@@ -297,12 +304,13 @@ class Connection:
             if on_progress is not None:
                 meta["progressToken"] = rid
                 call.on_progress = on_progress
-                call.reset = reset_timeout_on_progress
+                call.reset = options.reset_timeout_on_progress
                 self.progress[rid] = call
             params["_meta"] = meta
         message: Message = {"jsonrpc": "2.0", "id": rid, "method": method}
         if params is not None:
             message["params"] = call.params = params
+        timeout = options.timeout
         if timeout is DEFAULT:
             timeout = self.default_timeout
         self._pending[rid] = call  # registered before the write: a reply may come at once
@@ -310,6 +318,7 @@ class Connection:
             now = time.monotonic()
             call.timeout = timeout
             call.deadline = now + timeout
+            max_timeout = options.max_timeout
             call.hard_deadline = now + (max_timeout if max_timeout is not None else 10 * timeout)
             if call.deadline < TIMER.next_wake:  # (else the timer looks by then anyway)
                 TIMER.schedule(call.deadline)

@@ -175,24 +175,15 @@ class ModernEra(Era):
 
     def _send(self, method: str, params: dict[str, Any] | None, opts: CallOptions) -> Future[Any]:
         """Send one request; its raw result as a future."""
-        method, params, kwargs = self._prepare(method, params, opts)
-        return self._conn.request(method, params, **kwargs)
+        if method == "ping":  # no ping in 2026-07-28: discover is the always-implemented method
+            method, params = "server/discover", None
+        return self._conn.request(method, params, opts, headers=self._extra_headers(method, params))
 
     def _send_and_wait(self, method: str, params: dict[str, Any] | None, opts: CallOptions) -> Any:
         """Send one request and block for its raw result (no Future: ``Connection.call``)."""
-        method, params, kwargs = self._prepare(method, params, opts)
-        return self._conn.call(method, params, **kwargs)
-
-    def _prepare(
-        self, method: str, params: dict[str, Any] | None, opts: CallOptions
-    ) -> tuple[str, dict[str, Any] | None, dict[str, Any]]:
-        if method == "ping":  # no ping in 2026-07-28: discover is the always-implemented method
+        if method == "ping":
             method, params = "server/discover", None
-        headers = self._extra_headers(method, params)
-        kwargs = opts.kwargs()
-        if headers:  # only where per-request headers reach the wire (self.http)
-            kwargs["headers"] = headers
-        return method, params, kwargs
+        return self._conn.call(method, params, opts, headers=self._extra_headers(method, params))
 
     def _extra_headers(self, method: str, params: dict[str, Any] | None) -> dict[str, str]:
         """Per-request HTTP headers the transport cannot know: ``Mcp-Param-*`` of the tool's
