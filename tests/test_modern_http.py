@@ -127,7 +127,7 @@ def test_cancel_closes_the_response_stream(no_leaks):
             return original(request_id)
 
         s.transport.abort_request = abort
-        s.connection.cancel_hook = lambda rid: abort(rid) or True
+        s.connection.hooks.abort = abort  # the era's cancellation, through the wrapper
         started = threading.Event()
         future = s.submit_call_tool(
             "long_running", {"duration": 30, "steps": 300}, on_progress=lambda p: started.set()

@@ -103,6 +103,34 @@ def test_the_session_holds_the_era_it_chose(no_leaks, era):
         assert s.list_tools() == []
 
 
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+def test_the_era_configures_the_connection_through_its_hooks(no_leaks, era):
+    """The era chosen by the handshake changes what the connection's ``EraHooks`` do; the
+    engine only asks ``WireHooks`` (a bare Connection: the no-op defaults)."""
+    from mcpsync.protocol.hooks import EraHooks
+    from mcpsync.rpc.hooks import WireHooks
+
+    defaults = WireHooks()
+    assert defaults.meta("tools/list") is None and defaults.cancel(1) is False
+    assert defaults.reinitialize() is False
+    tools = {"tools/list": lambda m: {"tools": []}}
+    server = modern_fake(**tools) if era == "modern" else FakeServer(handlers=tools)
+    with connect(server) as s:
+        hooks = s.connection.hooks
+        assert isinstance(hooks, EraHooks) and EraHooks.of(s.connection) is hooks
+        meta = hooks.meta("tools/list")
+        assert (meta is None) == (era == "legacy")
+        if era == "modern":
+            assert meta is not None and meta["io.modelcontextprotocol/protocolVersion"] == MODERN
+        else:
+            assert hooks.expired is not None  # Session.connect's on_expired: re-initialize
+        assert hooks.cancel(10**6) is False  # not HTTP: notifications/cancelled
+        bare = connection_module.Connection(s.transport)  # (not started)
+        assert type(bare.hooks) is WireHooks
+        with pytest.raises(TypeError, match="EraHooks"):
+            EraHooks.of(bare)
+
+
 def test_the_modern_listen_filter_follows_the_sessions_interest():
     interest = Interest()
     assert interest.add_uri("file:///a", lambda uri: None) is True

@@ -3,9 +3,10 @@
 Owns: the ``Era`` interface the Session holds (one implementation per era:
 ``protocol.legacy.LegacyEra`` for the initialize handshake, 2024-11-05 ... 2025-11-25;
 ``protocol.modern.ModernEra`` for the stateless 2026-07-28 wire), what bring-up agreed
-(``Agreement``), the four per-call options (``CallOptions``), what the Session's
+(``Agreement``), what the Session's
 callbacks want to hear about (``Interest``), the Session's tool index (``ToolIndex``),
-the derived-future adaptor (``Derived``) and ``settle``.
+the derived-future adaptor (``Derived``) and ``settle``. Re-exports the engine's per-call
+options (``CallOptions``, ``DEFAULT_OPTIONS``: ``mcpsync.rpc.calls``), which the Era methods take.
 
 Nothing here imports the Session, and no era is handed it: an era gets the
 ``Connection``, the ``Agreement``, the ``Interest`` and plain callbacks. See README.md.

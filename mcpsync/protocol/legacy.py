@@ -21,6 +21,7 @@ from ..rpc.calls import Default
 from ..rpc.connection import Connection
 from ..versions import HANDSHAKE_VERSIONS, LATEST_HANDSHAKE_VERSION
 from . import UNSET, Agreement, CallOptions, Convert, Derived, Era, ToolIndex
+from .hooks import EraHooks
 
 __all__ = ["LegacyEra", "initialize", "initialize_params", "accept_initialize"]
 
@@ -147,4 +148,4 @@ class LegacyEra(Era):
         return self._tools.tools if method == "tools/list" else None
 
     def on_expired(self, reinitialize: Callable[[], None]) -> None:
-        self._conn.reinitialize = reinitialize
+        EraHooks.of(self._conn).expired = reinitialize

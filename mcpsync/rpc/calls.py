@@ -1,13 +1,17 @@
 """One request in flight, and the helpers a close needs.
 
-Owns: ``Progress`` (one progress report), ``_Call`` (a request's deadlines, progress
-callback and outcome slots), ``CallFuture`` and ``call_of`` (a future and the request
-that bounds it), ``RequestFuture`` (the future ``Connection.request`` returns), ``server_error`` and ``_Call.settle_reply`` (a response as the outcome to
-settle), ``fail_all`` (every pending call at once), ``ProgressTable`` and
-``report_progress`` (who hears a progress token's reports), and
+Owns: ``Progress`` (one progress report), ``CallOptions`` (a call's timeout and progress
+options, one value from the Session down to ``Connection.request``/``call``;
+``DEFAULT_OPTIONS`` when none is given), ``_Call`` (a request's deadlines, progress
+callback and outcome slots), ``RequestFuture`` (the future ``Connection.request`` returns:
+its ``call`` is declared), ``CallFuture`` and ``call_of`` (a future derived from another,
+and the request that bounds either), ``server_error`` and ``_Call.settle_reply`` (a
+response as the outcome to settle), ``fail_all`` (every pending call at once),
+``ProgressTable`` and ``report_progress`` (who hears a progress token's reports), and
 ``join_until``/``warn_alive`` (join threads until one shared deadline; name those left).
 The deadlines themselves are watched by the shared timer (``_shared.TIMER``).
-Used by ``mcpsync.rpc.connection`` only; ``Progress`` is public there.
+The protocol layer uses ``CallOptions``, ``CallFuture`` and ``call_of``; the rest is
+``mcpsync.rpc.connection``'s (``Progress`` is public there).
 """
 
 from __future__ import annotations

@@ -4,11 +4,15 @@ Owns: request ids and the pending-call table, timeouts (on the shared timer), pr
 cancellation (``notifications/cancelled``), the ordered notification dispatch queue,
 the threads that run server-to-client requests, and failing every pending call at once
 when the transport ends. It knows nothing of MCP methods beyond progress, cancellation
-and ping: the handshake and the typed API sit above it.
+and ping: the handshake and the typed API sit above it. What the protocol era decides
+(``_meta`` entries, another way to cancel, re-initializing an expired session) it asks the
+``WireHooks`` it is given at construction (``rpc.hooks``), never attributes set later.
 
-Two ways in: ``request()`` returns a ``concurrent.futures.Future``; ``call()`` blocks and
-returns the raw result (every blocking Session method): no Future, the outcome in the call's
-own slots, and on stdio the waiting caller reads its own reply (``transports.stdio``).
+Two ways in, each given the call's options as one ``CallOptions`` value: ``request()``
+returns a ``RequestFuture`` (a ``concurrent.futures.Future`` that names its call);
+``call()`` blocks and returns the raw result (every blocking Session method): no Future,
+the outcome in the call's own slots, and on stdio the waiting caller reads its own reply
+(``transports.stdio``).
 ``request()`` returns at once on every transport: where sending waits for the server
 (``features.send_waits``: HTTP) the request goes out on a shared sender thread (``_sending``).
 
@@ -76,6 +80,7 @@ from .calls import (
     warn_alive,
 )
 from .dispatch import ClosedCallbacks, Dispatcher
+from .hooks import WireHooks
 from .sending import notify_later, send_failed, send_later
 from .served import ServerRequests
 from .shared import POOL, SENDS, TIMER
@@ -89,6 +94,7 @@ __all__ = [
     "Progress",
     "RequestHandler",
     "NotificationHandler",
+    "WireHooks",
     "join_until",
     "warn_alive",
 ]
@@ -125,19 +131,16 @@ class Connection:
         request_handlers: dict[str, RequestHandler] | None = None,
         notification_handler: NotificationHandler | None = None,
         max_concurrent_handlers: int = 8,
+        hooks: WireHooks | None = None,
     ) -> None:
         self.transport = transport
         self.name = name
         self.default_timeout = default_timeout
         self.request_handlers: dict[str, RequestHandler] = dict(request_handlers or {})
         self.notification_handler = notification_handler
-        #: adds per-request `_meta` entries (the 2026-07-28 wire); set by the handshake
-        self.meta_provider: Callable[[str], dict[str, Any]] | None = None
-        #: cancels a request another way (2026-07-28 HTTP: close its stream); True = done,
-        #: no ``notifications/cancelled`` is sent. Set by the modern bring-up.
-        self.cancel_hook: Callable[[Any], bool] | None = None
-        #: called when the transport reports an expired HTTP session; must re-initialize
-        self.reinitialize: Callable[[], None] | None = None
+        #: what the protocol era decides (``_meta``, cancelling, re-initializing): given
+        #: here, configured by the era the handshake chose (``protocol.hooks.EraHooks``)
+        self.hooks = hooks if hooks is not None else WireHooks()
         #: garbage on the wire and stray responses, as ProtocolErrors (most recent last)
         self.protocol_errors: list[ProtocolError] = []
         self._ids = itertools.count(1)
@@ -296,11 +299,12 @@ class Connection:
         if get_ident() == self._dispatcher.ident:
             call.ordered = False  # a callback calls: its reply cannot wait for the dispatcher
         on_progress = options.on_progress
-        if self.meta_provider is not None or on_progress is not None:
+        extra = self.hooks.meta(method)
+        if extra is not None or on_progress is not None:
             params = dict(params) if params else {}
             meta = dict(params.get("_meta") or {})
-            if self.meta_provider is not None:
-                meta.update(self.meta_provider(method))
+            if extra is not None:
+                meta.update(extra)
             if on_progress is not None:
                 meta["progressToken"] = rid
                 call.on_progress = on_progress
@@ -334,10 +338,11 @@ class Connection:
             send_failed(self, exc, message, call, timeout, headers)
         return call
 
-    def _reinitialize_once(self) -> None:
-        assert self.reinitialize is not None
-        with self._reinit_lock:  # one thread re-initializes; the others wait and re-send
-            self.reinitialize()
+    def reinitialize_once(self) -> bool:
+        """The transport reported an expired session: re-initialize with the hooks, one
+        thread at a time (the others wait, then re-send); False if the hooks cannot."""
+        with self._reinit_lock:
+            return self.hooks.reinitialize()
 
     def notify(
         self, method: str, params: dict[str, Any] | None = None, *, timeout: float | None = None
@@ -347,9 +352,10 @@ class Connection:
         if self._closed:
             raise self._closed_error()
         message: Message = {"jsonrpc": "2.0", "method": method}
-        if self.meta_provider is not None:
+        extra = self.hooks.meta(method)
+        if extra is not None:
             params = dict(params) if params else {}
-            params["_meta"] = {**self.meta_provider(method), **(params.get("_meta") or {})}
+            params["_meta"] = {**extra, **(params.get("_meta") or {})}
         if params is not None:
             message["params"] = params
         if timeout is None:
@@ -548,7 +554,7 @@ class Connection:
     def _send_cancelled(self, call: _Call, reason: str) -> None:
         if call.method == "initialize":  # the spec forbids cancelling initialize
             return
-        if self.cancel_hook is not None and self.cancel_hook(call.id):
+        if self.hooks.cancel(call.id):
             return
         self.transport.abort_request(call.id)  # stop reading a reply nobody waits for (SSE)
         if call.params is not None and "task" in call.params:

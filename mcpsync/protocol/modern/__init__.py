@@ -36,6 +36,7 @@ from ...rpc.calls import CallFuture, Default, call_of
 from ...rpc.connection import Connection
 from ...transports.http.headers import header_declarations, param_headers
 from .. import UNSET, Agreement, CallOptions, Convert, Era, Interest, settle
+from ..hooks import EraHooks
 from .cache import HINT_CACHE, HintCache
 from .envelope import (
     CACHEABLE_METHODS,
@@ -43,7 +44,6 @@ from .envelope import (
     MRTR_METHODS,
     SUBSCRIPTION_ID_KEY,
     TASK_METHODS,
-    Envelope,
     InputRequiredRoundsExceeded,
     InvalidToolHeaders,
     dict_at,
@@ -124,8 +124,9 @@ class ModernEra(Era):
     ) -> None:
         self._conn = conn
         self.server = conn.name  # the session's name, for logs and errors
-        envelope = conn.meta_provider
-        if not isinstance(envelope, Envelope):
+        hooks = EraHooks.of(conn)
+        envelope = hooks.envelope
+        if envelope is None:
             raise HandshakeError("modern bring-up did not install the request envelope")
         self.envelope = envelope
         self.agreement = agreement
@@ -149,8 +150,7 @@ class ModernEra(Era):
         if self.http:
             # Streamable HTTP at 2026-07-28: closing the response stream is the cancellation,
             # and no client notification is defined; never POST notifications/cancelled.
-            abort = conn.transport.abort_request
-            conn.cancel_hook = lambda request_id: abort(request_id) or True
+            hooks.abort = conn.transport.abort_request
 
     @property
     def closed(self) -> bool:
