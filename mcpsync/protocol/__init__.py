@@ -3,9 +3,10 @@
 Owns: the ``Era`` interface the Session holds (one implementation per era:
 ``protocol.legacy.LegacyEra`` for the initialize handshake, 2024-11-05 ... 2025-11-25;
 ``protocol.modern.ModernEra`` for the stateless 2026-07-28 wire), what bring-up agreed
-(``Agreement``), the four per-call options (``CallOptions``), what the Session's
+(``Agreement``), what the Session's
 callbacks want to hear about (``Interest``), the Session's tool index (``ToolIndex``),
-the derived-future adaptor (``Derived``) and ``settle``.
+the derived-future adaptor (``Derived``) and ``settle``. Re-exports the engine's per-call
+options (``CallOptions``, ``DEFAULT_OPTIONS``: ``mcpsync.rpc.calls``), which the Era methods take.
 
 Nothing here imports the Session, and no era is handed it: an era gets the
 ``Connection``, the ``Agreement``, the ``Interest`` and plain callbacks. See README.md.
@@ -22,10 +23,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from ..errors import HandshakeError
-from ..rpc.calls import DEFAULT, Default
+from ..rpc.calls import DEFAULT, DEFAULT_OPTIONS, CallFuture, CallOptions, Default, call_of
 
 if TYPE_CHECKING:
-    from ..rpc.connection import Connection, Progress
+    from ..rpc.connection import Connection
 
 __all__ = [
     "Agreement",
@@ -64,73 +65,6 @@ class Agreement:
     supported_versions: tuple[str, ...] = ()
     #: seconds spent on ``server/discover`` before falling back to initialize (auto era)
     probe_seconds: float | None = None
-
-
-def _ignore_progress(progress: Progress) -> None:
-    """The progress callback of a call that wants only ``reset_timeout_on_progress``:
-    with it the request carries a progress token, and each report restarts the timer."""
-
-
-class CallOptions:
-    """The four options of one call (``timeout`` ``UNSET``: the connection's default)."""
-
-    __slots__ = ("timeout", "on_progress", "reset_timeout_on_progress", "max_timeout")
-
-    def __init__(
-        self,
-        timeout: float | None | Default = UNSET,
-        on_progress: Callable[[Progress], None] | None = None,
-        reset_timeout_on_progress: bool = False,
-        max_timeout: float | None = None,
-    ) -> None:
-        if reset_timeout_on_progress and on_progress is None:
-            on_progress = _ignore_progress  # the token that lets progress reset the timer
-        self.timeout = timeout
-        self.on_progress = on_progress
-        self.reset_timeout_on_progress = reset_timeout_on_progress
-        self.max_timeout = max_timeout
-
-    @classmethod
-    def of(
-        cls,
-        timeout: float | None | Default = UNSET,
-        on_progress: Callable[[Progress], None] | None = None,
-        reset_timeout_on_progress: bool = False,
-        max_timeout: float | None = None,
-    ) -> CallOptions:
-        """The options, sharing ``DEFAULT_OPTIONS`` when none is given (the hot path)."""
-        if (
-            timeout is UNSET
-            and on_progress is None
-            and not reset_timeout_on_progress
-            and max_timeout is None
-        ):
-            return DEFAULT_OPTIONS
-        return cls(timeout, on_progress, reset_timeout_on_progress, max_timeout)
-
-    def only_timeout(self) -> CallOptions:
-        """The same timeout without progress (polls and follow-up requests)."""
-        return CallOptions(self.timeout)
-
-    def kwargs(self) -> dict[str, Any]:
-        """Keyword arguments for ``Connection.request``/``call``."""
-        kwargs: dict[str, Any] = {}
-        if self.timeout is not UNSET:
-            kwargs["timeout"] = self.timeout
-        if self.on_progress is not None:
-            kwargs["on_progress"] = self.on_progress
-            kwargs["reset_timeout_on_progress"] = self.reset_timeout_on_progress
-            kwargs["max_timeout"] = self.max_timeout
-        return kwargs
-
-    def __repr__(self) -> str:
-        return (
-            f"CallOptions(timeout={self.timeout!r}, on_progress={self.on_progress!r}, "
-            f"reset_timeout_on_progress={self.reset_timeout_on_progress}, max_timeout={self.max_timeout!r})"
-        )
-
-
-DEFAULT_OPTIONS = CallOptions()
 
 
 class Interest:
@@ -197,7 +131,7 @@ def settle(future: Future[Any], error: BaseException | None, value: Any = None) 
         pass
 
 
-class Derived(Future):  # type: ignore[type-arg]
+class Derived(CallFuture):
     """A future computed from another (a typed result from a raw one); cancel goes upstream."""
 
     def __init__(
@@ -207,7 +141,7 @@ class Derived(Future):  # type: ignore[type-arg]
         self._conn = conn
         self._source = source
         self._convert = convert
-        self._mcpsync_call = getattr(source, "_mcpsync_call", None)
+        self.call = call_of(source)
         source.add_done_callback(self._resolve)
 
     def _resolve(self, source: Future[Any]) -> None:

@@ -61,6 +61,7 @@ from ..rpc.connection import Connection
 from ..transports.base import Transport
 from ..versions import HANDSHAKE_VERSIONS, MODERN_VERSIONS
 from . import Agreement, Era, Interest, ToolIndex
+from .hooks import EraHooks
 from .legacy import LegacyEra, accept_initialize, initialize
 from .modern import ModernEra, newest_mutual_modern, supported_of
 from .modern.cache import HINT_CACHE, HintCache
@@ -549,7 +550,8 @@ def _modern(
     server_info = {"version": "", **server_info}
     supported = result.get("supportedVersions")
     instructions = result.get("instructions")
-    conn.meta_provider = Envelope(version, modern_capabilities(b.capabilities), b.client_info)
+    hooks = EraHooks.of(conn)  # from now on every request carries the modern envelope
+    hooks.envelope = Envelope(version, modern_capabilities(b.capabilities), b.client_info)
     conn.transport.set_protocol_version(version)
     b.caches.verdicts.remember(b.server_key, "modern")
     return Agreement(

@@ -21,6 +21,7 @@ from ..rpc.calls import Default
 from ..rpc.connection import Connection
 from ..versions import HANDSHAKE_VERSIONS, LATEST_HANDSHAKE_VERSION
 from . import UNSET, Agreement, CallOptions, Convert, Derived, Era, ToolIndex
+from .hooks import EraHooks
 
 __all__ = ["LegacyEra", "initialize", "initialize_params", "accept_initialize"]
 
@@ -111,29 +112,12 @@ class LegacyEra(Era):
     def call(
         self, method: str, params: dict[str, Any] | None, convert: Convert, opts: CallOptions
     ) -> Any:
-        return convert(
-            self._conn.call(
-                method,
-                params,
-                timeout=opts.timeout,
-                on_progress=opts.on_progress,
-                reset_timeout_on_progress=opts.reset_timeout_on_progress,
-                max_timeout=opts.max_timeout,
-            )
-        )
+        return convert(self._conn.call(method, params, opts))
 
     def submit(
         self, method: str, params: dict[str, Any] | None, convert: Convert, opts: CallOptions
     ) -> Future[Any]:
-        raw = self._conn.request(
-            method,
-            params,
-            timeout=opts.timeout,
-            on_progress=opts.on_progress,
-            reset_timeout_on_progress=opts.reset_timeout_on_progress,
-            max_timeout=opts.max_timeout,
-        )
-        return Derived(raw, convert, self._conn)
+        return Derived(self._conn.request(method, params, opts), convert, self._conn)
 
     def page(
         self, method: str, params: dict[str, Any] | None, timeout: float | None | Default = UNSET
@@ -164,4 +148,4 @@ class LegacyEra(Era):
         return self._tools.tools if method == "tools/list" else None
 
     def on_expired(self, reinitialize: Callable[[], None]) -> None:
-        self._conn.reinitialize = reinitialize
+        EraHooks.of(self._conn).expired = reinitialize

@@ -15,7 +15,7 @@ from concurrent.futures import Future
 from typing import Any
 
 from ..errors import CapabilityError, MCPSyncError, ProtocolError, RequestTimeout
-from ..rpc.calls import Default
+from ..rpc.calls import CallFuture, Default, call_of
 from . import UNSET, Era, settle
 
 __all__ = ["MAX_PAGES", "NEEDS", "collect_pages", "require"]
@@ -78,7 +78,7 @@ def collect_pages(
     with a ``ProtocolError`` naming the cursor. Cancelling the future cancels the page in
     flight (the server is told)."""
     items: list[Any] = []
-    result: Future[Any] = Future()
+    result = CallFuture()
     deadline = (
         None if timeout is None or isinstance(timeout, Default) else time.monotonic() + timeout
     )
@@ -112,7 +112,7 @@ def collect_pages(
                 settle(result, exc)
                 return
             current[0] = page
-            result._mcpsync_call = getattr(page, "_mcpsync_call", None)  # type: ignore[attr-defined]
+            result.call = call_of(page)
             if not page.done():
                 page.add_done_callback(on_page)
                 return

@@ -28,6 +28,7 @@ from ..errors import (
     ServerError,
     VersionMismatch,
 )
+from ..rpc.calls import RequestFuture
 from ..rpc.connection import Connection
 from ..rpc.sending import notify_later
 from ..transports.http.headers import standard_headers
@@ -170,7 +171,7 @@ class SentInitialize:
 
     __slots__ = ("future", "started", "probe")
 
-    def __init__(self, future: Future[Any], started: float, probe: Future[Any] | None) -> None:
+    def __init__(self, future: Future[Any], started: float, probe: RequestFuture | None) -> None:
         self.future = future
         self.started = started
         self.probe = probe
@@ -213,7 +214,7 @@ def _send_probe(
     capabilities: Mapping[str, Any],
     client_info: Mapping[str, Any],
     timeout: float | None,
-) -> Future[Any]:
+) -> RequestFuture:
     envelope = Envelope(version, modern_capabilities(capabilities), client_info)
     params = {"_meta": envelope("server/discover")}
     extra: dict[str, Any] = {}
@@ -327,13 +328,12 @@ def _judge_probe(future: Future[Any]) -> Verdict:
     return Verdict("modern", result=result)
 
 
-def forget_probe(conn: Connection, probe: Future[Any]) -> None:
+def forget_probe(conn: Connection, probe: RequestFuture) -> None:
     """Tell the server an unanswered probe is no longer wanted. Its call stays in the
     pending table (no timer), so an answer that still comes is dropped without a word."""
-    call = getattr(probe, "_mcpsync_call", None)
-    if call is None or probe.done():
+    if probe.done():
         return
-    params = {"requestId": call.id, "reason": "initialize answered first"}
+    params = {"requestId": probe.call.id, "reason": "initialize answered first"}
     if conn.transport.features.send_waits:  # HTTP: the POST must not hold the bring-up
         notify_later(conn, "notifications/cancelled", params)
         return

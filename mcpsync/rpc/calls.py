@@ -1,13 +1,17 @@
 """One request in flight, and the helpers a close needs.
 
-Owns: ``Progress`` (one progress report), ``_Call`` (a request's deadlines, progress
-callback and outcome slots), ``_RequestFuture`` (the future ``Connection.request``
-returns), ``server_error`` and ``_Call.settle_reply`` (a response as the outcome to
-settle), ``fail_all`` (every pending call at once), ``ProgressTable`` and
-``report_progress`` (who hears a progress token's reports), and
+Owns: ``Progress`` (one progress report), ``CallOptions`` (a call's timeout and progress
+options, one value from the Session down to ``Connection.request``/``call``;
+``DEFAULT_OPTIONS`` when none is given), ``_Call`` (a request's deadlines, progress
+callback and outcome slots), ``RequestFuture`` (the future ``Connection.request`` returns:
+its ``call`` is declared), ``CallFuture`` and ``call_of`` (a future derived from another,
+and the request that bounds either), ``server_error`` and ``_Call.settle_reply`` (a
+response as the outcome to settle), ``fail_all`` (every pending call at once),
+``ProgressTable`` and ``report_progress`` (who hears a progress token's reports), and
 ``join_until``/``warn_alive`` (join threads until one shared deadline; name those left).
 The deadlines themselves are watched by the shared timer (``_shared.TIMER``).
-Used by ``mcpsync.rpc.connection`` only; ``Progress`` is public there.
+The protocol layer uses ``CallOptions``, ``CallFuture`` and ``call_of``; the rest is
+``mcpsync.rpc.connection``'s (``Progress`` is public there).
 """
 
 from __future__ import annotations
@@ -18,14 +22,17 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, InvalidStateError
-from typing import Any, Final, NamedTuple
+from typing import Any, Final, NamedTuple, Protocol
 
 from .. import jsonrpc
 from ..errors import ProtocolError, RequestCancelled, ServerError, URLElicitationRequired
 from ..transports.base import Message
 
 __all__ = [
+    "CallFuture",
+    "CallOptions",
     "DEFAULT",
+    "DEFAULT_OPTIONS",
     "Default",
     "Progress",
     "fail_all",
@@ -33,6 +40,8 @@ __all__ = [
     "ProgressTable",
     "join_until",
     "warn_alive",
+    "RequestFuture",
+    "call_of",
     "server_error",
 ]
 
@@ -89,6 +98,70 @@ class Progress(NamedTuple):
     progress: float
     total: float | None = None
     message: str | None = None
+
+
+def _ignore_progress(progress: Progress) -> None:
+    """The progress callback of a call that wants only ``reset_timeout_on_progress``:
+    with it the request carries a progress token, and each report restarts the timer."""
+
+
+class CallOptions:
+    """The four options of one call, made once by the Session and passed down as one value
+    to ``Connection.request``/``call``.
+
+    ``timeout`` (seconds, None = no limit; ``DEFAULT``: the connection's default);
+    ``on_progress`` hears the call's progress reports (the request then carries a progress
+    token); with ``reset_timeout_on_progress`` each report restarts the timeout, but never
+    past ``max_timeout`` from the start (default: 10 x timeout).
+    """
+
+    __slots__ = ("timeout", "on_progress", "reset_timeout_on_progress", "max_timeout")
+
+    def __init__(
+        self,
+        timeout: float | None | Default = DEFAULT,
+        on_progress: Callable[[Progress], None] | None = None,
+        reset_timeout_on_progress: bool = False,
+        max_timeout: float | None = None,
+    ) -> None:
+        if reset_timeout_on_progress and on_progress is None:
+            on_progress = _ignore_progress  # the token that lets progress reset the timer
+        self.timeout = timeout
+        self.on_progress = on_progress
+        self.reset_timeout_on_progress = reset_timeout_on_progress
+        self.max_timeout = max_timeout
+
+    @classmethod
+    def of(
+        cls,
+        timeout: float | None | Default = DEFAULT,
+        on_progress: Callable[[Progress], None] | None = None,
+        reset_timeout_on_progress: bool = False,
+        max_timeout: float | None = None,
+    ) -> CallOptions:
+        """The options, sharing ``DEFAULT_OPTIONS`` when none is given (the hot path)."""
+        if (
+            timeout is DEFAULT
+            and on_progress is None
+            and not reset_timeout_on_progress
+            and max_timeout is None
+        ):
+            return DEFAULT_OPTIONS
+        return cls(timeout, on_progress, reset_timeout_on_progress, max_timeout)
+
+    def only_timeout(self) -> CallOptions:
+        """The same timeout without progress (polls and follow-up requests)."""
+        return CallOptions(self.timeout)
+
+    def __repr__(self) -> str:
+        return (
+            f"CallOptions(timeout={self.timeout!r}, on_progress={self.on_progress!r}, "
+            f"reset_timeout_on_progress={self.reset_timeout_on_progress}, max_timeout={self.max_timeout!r})"
+        )
+
+
+#: the options of a call that names none (shared: the hot path makes no object)
+DEFAULT_OPTIONS = CallOptions()
 
 
 class _Call:
@@ -207,11 +280,33 @@ def fail_all(pending: dict[Any, _Call], error: BaseException) -> None:
         call.settle(None, error)
 
 
-class _RequestFuture(Future):  # type: ignore[type-arg]
-    """The future of one request: ``cancel()`` retires it and tells the server."""
+class CallFuture(Future):  # type: ignore[type-arg]
+    """A future whose outcome one request in flight bounds: ``call`` is that request (its
+    id and deadline; ``Connection.wait`` waits until that deadline), or None when no request
+    bounds it (e.g. a page from a cache). The engine's own futures are ``RequestFuture``s;
+    a future derived from another (a typed result, a list of pages, a modern call over
+    several requests) is a ``CallFuture`` that takes its source's call (``call_of``)."""
 
-    _mcpsync_call: _Call
-    _connection: Any  # the Connection (not imported: it imports this module)
+    call: _Call | None = None
+
+
+def call_of(future: Future[Any]) -> _Call | None:
+    """The request that bounds ``future`` (see ``CallFuture``); None for any other future."""
+    return future.call if isinstance(future, CallFuture) else None
+
+
+class Canceller(Protocol):
+    """What a ``RequestFuture`` needs of its connection: retire a cancelled call."""
+
+    def _on_cancelled(self, call: _Call) -> None: ...
+
+
+class RequestFuture(CallFuture):
+    """The future of one request (``Connection.request``): ``cancel()`` retires it and
+    tells the server."""
+
+    call: _Call
+    connection: Canceller
 
     def done(self) -> bool:
         # Read without the condition lock (callers poll this in their read loop); a
@@ -221,7 +316,7 @@ class _RequestFuture(Future):  # type: ignore[type-arg]
     def cancel(self) -> bool:
         if not super().cancel():
             return False
-        self._connection._on_cancelled(self._mcpsync_call)
+        self.connection._on_cancelled(self.call)
         return True
 
 

@@ -4,11 +4,15 @@ Owns: request ids and the pending-call table, timeouts (on the shared timer), pr
 cancellation (``notifications/cancelled``), the ordered notification dispatch queue,
 the threads that run server-to-client requests, and failing every pending call at once
 when the transport ends. It knows nothing of MCP methods beyond progress, cancellation
-and ping: the handshake and the typed API sit above it.
+and ping: the handshake and the typed API sit above it. What the protocol era decides
+(``_meta`` entries, another way to cancel, re-initializing an expired session) it asks the
+``WireHooks`` it is given at construction (``rpc.hooks``), never attributes set later.
 
-Two ways in: ``request()`` returns a ``concurrent.futures.Future``; ``call()`` blocks and
-returns the raw result (every blocking Session method): no Future, the outcome in the call's
-own slots, and on stdio the waiting caller reads its own reply (``transports.stdio``).
+Two ways in, each given the call's options as one ``CallOptions`` value: ``request()``
+returns a ``RequestFuture`` (a ``concurrent.futures.Future`` that names its call);
+``call()`` blocks and returns the raw result (every blocking Session method): no Future,
+the outcome in the call's own slots, and on stdio the waiting caller reads its own reply
+(``transports.stdio``).
 ``request()`` returns at once on every transport: where sending waits for the server
 (``features.send_waits``: HTTP) the request goes out on a shared sender thread (``_sending``).
 
@@ -62,29 +66,35 @@ from ..errors import (
 from ..transports.base import Message, Transport
 from .calls import (
     DEFAULT,
+    DEFAULT_OPTIONS,
+    CallOptions,
     Default,
     Progress,
     ProgressTable,
+    RequestFuture,
     _Call,
-    _RequestFuture,
+    call_of,
     fail_all,
     join_until,
     report_progress,
     warn_alive,
 )
 from .dispatch import ClosedCallbacks, Dispatcher
+from .hooks import WireHooks
 from .sending import notify_later, send_failed, send_later
 from .served import ServerRequests
 from .shared import POOL, SENDS, TIMER
 
 __all__ = [
     "CLOSE_TIMEOUT",
+    "CallOptions",
     "DEFAULT",
     "Default",
     "Connection",
     "Progress",
     "RequestHandler",
     "NotificationHandler",
+    "WireHooks",
     "join_until",
     "warn_alive",
 ]
@@ -100,6 +110,15 @@ NotificationHandler = Callable[[str, dict[str, Any]], None]
 CLOSE_TIMEOUT = 3.0
 
 
+def _with_timeout(options: CallOptions, timeout: float | None) -> CallOptions:
+    """``options`` with ``timeout`` (a raw request's ``timeout=``), which they must not name too."""
+    if options.timeout is not DEFAULT:
+        raise TypeError("give the timeout once: in the CallOptions or as timeout=")
+    return CallOptions(
+        timeout, options.on_progress, options.reset_timeout_on_progress, options.max_timeout
+    )
+
+
 class Connection:
     """Correlates requests and responses over one transport; thread-safe."""
 
@@ -112,19 +131,16 @@ class Connection:
         request_handlers: dict[str, RequestHandler] | None = None,
         notification_handler: NotificationHandler | None = None,
         max_concurrent_handlers: int = 8,
+        hooks: WireHooks | None = None,
     ) -> None:
         self.transport = transport
         self.name = name
         self.default_timeout = default_timeout
         self.request_handlers: dict[str, RequestHandler] = dict(request_handlers or {})
         self.notification_handler = notification_handler
-        #: adds per-request `_meta` entries (the 2026-07-28 wire); set by the handshake
-        self.meta_provider: Callable[[str], dict[str, Any]] | None = None
-        #: cancels a request another way (2026-07-28 HTTP: close its stream); True = done,
-        #: no ``notifications/cancelled`` is sent. Set by the modern bring-up.
-        self.cancel_hook: Callable[[Any], bool] | None = None
-        #: called when the transport reports an expired HTTP session; must re-initialize
-        self.reinitialize: Callable[[], None] | None = None
+        #: what the protocol era decides (``_meta``, cancelling, re-initializing): given
+        #: here, configured by the era the handshake chose (``protocol.hooks.EraHooks``)
+        self.hooks = hooks if hooks is not None else WireHooks()
         #: garbage on the wire and stray responses, as ProtocolErrors (most recent last)
         self.protocol_errors: list[ProtocolError] = []
         self._ids = itertools.count(1)
@@ -211,32 +227,32 @@ class Connection:
         self,
         method: str,
         params: dict[str, Any] | None = None,
+        options: CallOptions = DEFAULT_OPTIONS,
         *,
         timeout: float | None | Default = DEFAULT,
-        on_progress: Callable[[Progress], None] | None = None,
-        reset_timeout_on_progress: bool = False,
-        max_timeout: float | None = None,
         headers: Mapping[str, str] | None = None,
-    ) -> Future[Any]:
+    ) -> RequestFuture:
         """Send a request; the future resolves to the raw ``result`` dict.
 
-        ``timeout`` (seconds, None = no limit) defaults to the connection's. With
-        ``reset_timeout_on_progress`` each progress report restarts the timeout, but
-        never past ``max_timeout`` from the start (default: 10 x timeout). ``headers``:
-        extra HTTP headers for this request (``Mcp-Param-*``), for transports that take them.
-        Returns once the request is handed to the transport: where sending waits for the
-        server (HTTP), it is sent on a shared sender thread (see the module docstring).
+        ``options``: the call's ``CallOptions`` (timeout, progress), as the Session made
+        them; ``timeout=`` alone is short for ``CallOptions(timeout)`` (raw requests).
+        ``headers``: extra HTTP headers for this request (``Mcp-Param-*``), for transports
+        that take them. Returns once the request is handed to the transport: where sending
+        waits for the server (HTTP), it is sent on a shared sender thread (see the module
+        docstring).
         """
-        future = _RequestFuture()
+        if timeout is not DEFAULT:
+            options = _with_timeout(options, timeout)
+        future = RequestFuture()
         # a sender thread sends its own follow-ups (the initialize of a re-initialization)
         # itself: it must never wait for a free sender
         call = self._start(
-            method, params, future, timeout, on_progress, reset_timeout_on_progress, max_timeout,
-            headers, self._send_later and threading.current_thread() not in SENDS.workers,
+            method, params, future, options, headers,
+            self._send_later and threading.current_thread() not in SENDS.workers,
         )  # fmt: skip
-        future._mcpsync_call = call
-        future._connection = self
-        if on_progress is not None:
+        future.call = call
+        future.connection = self
+        if options.on_progress is not None:
             rid = call.id
             future.add_done_callback(lambda _: self.progress.pop(rid, None))
         return future
@@ -245,11 +261,9 @@ class Connection:
         self,
         method: str,
         params: dict[str, Any] | None = None,
+        options: CallOptions = DEFAULT_OPTIONS,
         *,
         timeout: float | None | Default = DEFAULT,
-        on_progress: Callable[[Progress], None] | None = None,
-        reset_timeout_on_progress: bool = False,
-        max_timeout: float | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> Any:
         """Send a request and block until its raw ``result`` dict arrives (``request`` + ``wait``).
@@ -258,14 +272,13 @@ class Connection:
         the call's own slots. Same options, errors, timeouts and Ctrl-C handling as
         ``wait(request(...))``.
         """
-        call = self._start(
-            method, params, None, timeout, on_progress, reset_timeout_on_progress, max_timeout,
-            headers,
-        )  # fmt: skip
+        if timeout is not DEFAULT:
+            options = _with_timeout(options, timeout)
+        call = self._start(method, params, None, options, headers)
         try:
             return self._wait_call(call)
         finally:
-            if on_progress is not None:
+            if options.on_progress is not None:
                 self.progress.pop(call.id, None)
 
     def _start(
@@ -273,10 +286,7 @@ class Connection:
         method: str,
         params: dict[str, Any] | None,
         future: Future[Any] | None,
-        timeout: float | None | Default,
-        on_progress: Callable[[Progress], None] | None,
-        reset_timeout_on_progress: bool,
-        max_timeout: float | None,
+        options: CallOptions,
         headers: Mapping[str, str] | None,
         later: bool = False,
     ) -> _Call:
@@ -288,20 +298,23 @@ class Connection:
         call = _Call(rid, method, future)
         if get_ident() == self._dispatcher.ident:
             call.ordered = False  # a callback calls: its reply cannot wait for the dispatcher
-        if self.meta_provider is not None or on_progress is not None:
+        on_progress = options.on_progress
+        extra = self.hooks.meta(method)
+        if extra is not None or on_progress is not None:
             params = dict(params) if params else {}
             meta = dict(params.get("_meta") or {})
-            if self.meta_provider is not None:
-                meta.update(self.meta_provider(method))
+            if extra is not None:
+                meta.update(extra)
             if on_progress is not None:
                 meta["progressToken"] = rid
                 call.on_progress = on_progress
-                call.reset = reset_timeout_on_progress
+                call.reset = options.reset_timeout_on_progress
                 self.progress[rid] = call
             params["_meta"] = meta
         message: Message = {"jsonrpc": "2.0", "id": rid, "method": method}
         if params is not None:
             message["params"] = call.params = params
+        timeout = options.timeout
         if timeout is DEFAULT:
             timeout = self.default_timeout
         self._pending[rid] = call  # registered before the write: a reply may come at once
@@ -309,6 +322,7 @@ class Connection:
             now = time.monotonic()
             call.timeout = timeout
             call.deadline = now + timeout
+            max_timeout = options.max_timeout
             call.hard_deadline = now + (max_timeout if max_timeout is not None else 10 * timeout)
             if call.deadline < TIMER.next_wake:  # (else the timer looks by then anyway)
                 TIMER.schedule(call.deadline)
@@ -324,10 +338,11 @@ class Connection:
             send_failed(self, exc, message, call, timeout, headers)
         return call
 
-    def _reinitialize_once(self) -> None:
-        assert self.reinitialize is not None
-        with self._reinit_lock:  # one thread re-initializes; the others wait and re-send
-            self.reinitialize()
+    def reinitialize_once(self) -> bool:
+        """The transport reported an expired session: re-initialize with the hooks, one
+        thread at a time (the others wait, then re-send); False if the hooks cannot."""
+        with self._reinit_lock:
+            return self.hooks.reinitialize()
 
     def notify(
         self, method: str, params: dict[str, Any] | None = None, *, timeout: float | None = None
@@ -337,9 +352,10 @@ class Connection:
         if self._closed:
             raise self._closed_error()
         message: Message = {"jsonrpc": "2.0", "method": method}
-        if self.meta_provider is not None:
+        extra = self.hooks.meta(method)
+        if extra is not None:
             params = dict(params) if params else {}
-            params["_meta"] = {**self.meta_provider(method), **(params.get("_meta") or {})}
+            params["_meta"] = {**extra, **(params.get("_meta") or {})}
         if params is not None:
             message["params"] = params
         if timeout is None:
@@ -393,7 +409,7 @@ class Connection:
         started = time.monotonic()
         while not target.done():
             # A modern future moves on to a new request each round: look its call up anew.
-            call = target if type(target) is _Call else self._call_of(target)
+            call = target if type(target) is _Call else call_of(target)
             now = time.monotonic()
             if call is not None:
                 remaining = call.deadline - now
@@ -421,9 +437,6 @@ class Connection:
                 call.event.wait(step)
             else:
                 futures_wait((target,), timeout=step)
-
-    def _call_of(self, future: Future[Any]) -> _Call | None:
-        return getattr(future, "_mcpsync_call", None)
 
     def _on_cancelled(self, call: _Call) -> None:
         if self._pending.pop(call.id, None) is not None:
@@ -541,7 +554,7 @@ class Connection:
     def _send_cancelled(self, call: _Call, reason: str) -> None:
         if call.method == "initialize":  # the spec forbids cancelling initialize
             return
-        if self.cancel_hook is not None and self.cancel_hook(call.id):
+        if self.hooks.cancel(call.id):
             return
         self.transport.abort_request(call.id)  # stop reading a reply nobody waits for (SSE)
         if call.params is not None and "task" in call.params:

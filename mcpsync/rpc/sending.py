@@ -15,7 +15,7 @@ itself in (``Sender``): nothing here imports it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from ..errors import (
@@ -44,11 +44,10 @@ class Sender(Protocol):
 
     name: str
     transport: Transport
-    reinitialize: Callable[[], None] | None
     _pending: dict[Any, _Call]
 
     def _retire(self, call: _Call, error: BaseException) -> None: ...
-    def _reinitialize_once(self) -> None: ...
+    def reinitialize_once(self) -> bool: ...
     def _send_cancelled(self, call: _Call, reason: str) -> None: ...
     def notify(
         self, method: str, params: dict[str, Any] | None = None, *, timeout: float | None = None
@@ -141,15 +140,14 @@ def send_failed(
     """The first send of a request raised: re-initialize and re-send once, or fail the call."""
     extra = {"headers": headers} if headers else _NO_EXTRA
     if isinstance(exc, SessionExpired):
-        if (
-            conn.reinitialize is None
-            or call.method == "initialize"
-            or isinstance(exc, SessionKeptExpiring)  # the transport's bounds: given up
-        ):
+        # never for initialize itself, nor once the transport's bounds gave up
+        if call.method == "initialize" or isinstance(exc, SessionKeptExpiring):
             conn._retire(call, exc)
             return
         try:
-            conn._reinitialize_once()
+            if not conn.reinitialize_once():  # the hooks cannot: the request fails with it
+                conn._retire(call, exc)
+                return
             conn.transport.send(message, timeout=timeout, **extra)
         except BaseException as again:  # noqa: BLE001 - handed to the caller via the call
             conn._retire(call, again)

@@ -48,6 +48,7 @@ from ..protocol import (
 )
 from ..protocol import pages as _pages
 from ..protocol.choose import DEFAULT_CACHES, Caches, resolve_era, server_identity
+from ..protocol.hooks import EraHooks
 from ..rpc.connection import DEFAULT, Connection, Default, Progress
 from ..runtime.lifecycle import UNOWNED, Owner
 from ..runtime.lifecycle import error as _forked_error
@@ -259,7 +260,7 @@ class Session:
                      "credential_key": credential_key}  # fmt: skip
 
         def connection_for(chosen: Transport) -> Connection:
-            return Connection(chosen, name=name, default_timeout=timeout)
+            return Connection(chosen, name=name, default_timeout=timeout, hooks=EraHooks())
 
         def prepare(chosen: Transport) -> Session:
             return cls(connection_for(chosen), name=name, strict=strict, init_args=init_args, keep_alive=auth,

@@ -526,8 +526,9 @@ def attach(
 
 def heal_expiry(conn: Connection) -> None:
     """Give ``conn``'s transport, if it is a Streamable HTTP one, the connection's own
-    re-initialization (serialised; whatever ``conn.reinitialize`` is then: the session's,
-    or the restart policy's ``_expired``) as its ``reinitialize_session`` hook."""
+    re-initialization (``Connection.reinitialize_once``: serialised; whatever the era put
+    in the connection's hooks then: the session's, or the restart policy's ``_expired``)
+    as its ``reinitialize_session`` hook."""
     lifecycle = sys.modules.get("mcpsync.transports.http.session")
     if lifecycle is None or not isinstance(conn.transport, lifecycle.SessionLifecycle):
         return  # not that transport (its module is not even loaded: a stdio-only process)
@@ -536,6 +537,5 @@ def heal_expiry(conn: Connection) -> None:
 
 def _reinitialize(ref: weakref.ref[Connection]) -> None:
     conn = ref()
-    if conn is None or conn.reinitialize is None:
+    if conn is None or not conn.reinitialize_once():
         raise SessionExpired("the HTTP session expired and this connection cannot initialize again")
-    conn._reinitialize_once()

@@ -127,14 +127,14 @@ def test_cancel_closes_the_response_stream(no_leaks):
             return original(request_id)
 
         s.transport.abort_request = abort
-        s.connection.cancel_hook = lambda rid: abort(rid) or True
+        s.connection.hooks.abort = abort  # the era's cancellation, through the wrapper
         started = threading.Event()
         future = s.submit_call_tool(
             "long_running", {"duration": 30, "steps": 300}, on_progress=lambda p: started.set()
         )
         assert started.wait(10)
         assert future.cancel()
-        assert aborted and aborted == [future._current._mcpsync_call.id]
+        assert aborted and aborted == [future._current.call.id]
         assert s.call_tool("echo", {"message": "still fine"}).content[0].text == "still fine"
 
 

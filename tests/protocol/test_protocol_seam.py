@@ -103,6 +103,34 @@ def test_the_session_holds_the_era_it_chose(no_leaks, era):
         assert s.list_tools() == []
 
 
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+def test_the_era_configures_the_connection_through_its_hooks(no_leaks, era):
+    """The era chosen by the handshake changes what the connection's ``EraHooks`` do; the
+    engine only asks ``WireHooks`` (a bare Connection: the no-op defaults)."""
+    from mcpsync.protocol.hooks import EraHooks
+    from mcpsync.rpc.hooks import WireHooks
+
+    defaults = WireHooks()
+    assert defaults.meta("tools/list") is None and defaults.cancel(1) is False
+    assert defaults.reinitialize() is False
+    tools = {"tools/list": lambda m: {"tools": []}}
+    server = modern_fake(**tools) if era == "modern" else FakeServer(handlers=tools)
+    with connect(server) as s:
+        hooks = s.connection.hooks
+        assert isinstance(hooks, EraHooks) and EraHooks.of(s.connection) is hooks
+        meta = hooks.meta("tools/list")
+        assert (meta is None) == (era == "legacy")
+        if era == "modern":
+            assert meta is not None and meta["io.modelcontextprotocol/protocolVersion"] == MODERN
+        else:
+            assert hooks.expired is not None  # Session.connect's on_expired: re-initialize
+        assert hooks.cancel(10**6) is False  # not HTTP: notifications/cancelled
+        bare = connection_module.Connection(s.transport)  # (not started)
+        assert type(bare.hooks) is WireHooks
+        with pytest.raises(TypeError, match="EraHooks"):
+            EraHooks.of(bare)
+
+
 def test_the_modern_listen_filter_follows_the_sessions_interest():
     interest = Interest()
     assert interest.add_uri("file:///a", lambda uri: None) is True
@@ -113,13 +141,15 @@ def test_the_modern_listen_filter_follows_the_sessions_interest():
 
 
 def test_call_options_share_the_default_and_keep_the_progress_token():
-    assert CallOptions.of() is DEFAULT_OPTIONS
-    assert DEFAULT_OPTIONS.kwargs() == {}
+    from mcpsync.rpc.calls import DEFAULT
+    from mcpsync.rpc.connection import CallOptions as EngineOptions
+
+    assert CallOptions is EngineOptions  # one value from the Session down to the engine
+    assert CallOptions.of() is DEFAULT_OPTIONS and DEFAULT_OPTIONS.timeout is DEFAULT
     opts = CallOptions.of(reset_timeout_on_progress=True, max_timeout=9.0)
-    kwargs = opts.kwargs()
-    assert callable(kwargs["on_progress"])  # a token, or progress cannot reset the timer
-    assert kwargs["reset_timeout_on_progress"] is True and kwargs["max_timeout"] == 9.0
-    assert "timeout" not in kwargs and CallOptions.of(timeout=None).kwargs() == {"timeout": None}
+    assert callable(opts.on_progress)  # a token, or progress cannot reset the timer
+    assert opts.reset_timeout_on_progress is True and opts.max_timeout == 9.0
+    assert opts.timeout is DEFAULT and CallOptions.of(timeout=None).timeout is None
 
 
 def test_injected_caches_are_the_only_ones_written(no_leaks):
@@ -237,6 +267,11 @@ def test_timeout_default_given_explicitly_is_the_sessions(no_leaks):
         assert time.monotonic() - t0 < 5.0
         assert s.connection.call("echo", timeout=DEFAULT) == {"ok": 1}
         assert s.connection.wait(s.connection.request("echo", timeout=DEFAULT)) == {"ok": 1}
+        options = CallOptions(timeout=0.2)  # a raw request's options, as one value
+        with pytest.raises(mcpsync.RequestTimeout, match="0.2 s"):
+            s.connection.call("slow", None, options)
+        with pytest.raises(TypeError, match="once"):
+            s.connection.request("echo", None, options, timeout=1.0)
 
 
 WARM_CHECK = """

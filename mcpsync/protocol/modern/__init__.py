@@ -32,10 +32,11 @@ from ...errors import (
     RequestTimeout,
     ServerError,
 )
-from ...rpc.calls import Default
+from ...rpc.calls import CallFuture, Default, call_of
 from ...rpc.connection import Connection
 from ...transports.http.headers import header_declarations, param_headers
 from .. import UNSET, Agreement, CallOptions, Convert, Era, Interest, settle
+from ..hooks import EraHooks
 from .cache import HINT_CACHE, HintCache
 from .envelope import (
     CACHEABLE_METHODS,
@@ -43,7 +44,6 @@ from .envelope import (
     MRTR_METHODS,
     SUBSCRIPTION_ID_KEY,
     TASK_METHODS,
-    Envelope,
     InputRequiredRoundsExceeded,
     InvalidToolHeaders,
     dict_at,
@@ -60,7 +60,7 @@ __all__ = ["ModernEra", "ModernFuture", "supported_of", "newest_mutual_modern"]
 log = logging.getLogger("mcpsync")
 
 
-class ModernFuture(Future):  # type: ignore[type-arg]
+class ModernFuture(CallFuture):
     """A modern call in flight, possibly over several requests (MRTR rounds, a task).
 
     ``cancel()`` cancels the request in flight (the server is told) and, for a task,
@@ -124,8 +124,9 @@ class ModernEra(Era):
     ) -> None:
         self._conn = conn
         self.server = conn.name  # the session's name, for logs and errors
-        envelope = conn.meta_provider
-        if not isinstance(envelope, Envelope):
+        hooks = EraHooks.of(conn)
+        envelope = hooks.envelope
+        if envelope is None:
             raise HandshakeError("modern bring-up did not install the request envelope")
         self.envelope = envelope
         self.agreement = agreement
@@ -149,8 +150,7 @@ class ModernEra(Era):
         if self.http:
             # Streamable HTTP at 2026-07-28: closing the response stream is the cancellation,
             # and no client notification is defined; never POST notifications/cancelled.
-            abort = conn.transport.abort_request
-            conn.cancel_hook = lambda request_id: abort(request_id) or True
+            hooks.abort = conn.transport.abort_request
 
     @property
     def closed(self) -> bool:
@@ -175,24 +175,15 @@ class ModernEra(Era):
 
     def _send(self, method: str, params: dict[str, Any] | None, opts: CallOptions) -> Future[Any]:
         """Send one request; its raw result as a future."""
-        method, params, kwargs = self._prepare(method, params, opts)
-        return self._conn.request(method, params, **kwargs)
+        if method == "ping":  # no ping in 2026-07-28: discover is the always-implemented method
+            method, params = "server/discover", None
+        return self._conn.request(method, params, opts, headers=self._extra_headers(method, params))
 
     def _send_and_wait(self, method: str, params: dict[str, Any] | None, opts: CallOptions) -> Any:
         """Send one request and block for its raw result (no Future: ``Connection.call``)."""
-        method, params, kwargs = self._prepare(method, params, opts)
-        return self._conn.call(method, params, **kwargs)
-
-    def _prepare(
-        self, method: str, params: dict[str, Any] | None, opts: CallOptions
-    ) -> tuple[str, dict[str, Any] | None, dict[str, Any]]:
-        if method == "ping":  # no ping in 2026-07-28: discover is the always-implemented method
+        if method == "ping":
             method, params = "server/discover", None
-        headers = self._extra_headers(method, params)
-        kwargs = opts.kwargs()
-        if headers:  # only where per-request headers reach the wire (self.http)
-            kwargs["headers"] = headers
-        return method, params, kwargs
+        return self._conn.call(method, params, opts, headers=self._extra_headers(method, params))
 
     def _extra_headers(self, method: str, params: dict[str, Any] | None) -> dict[str, str]:
         """Per-request HTTP headers the transport cannot know: ``Mcp-Param-*`` of the tool's
@@ -230,7 +221,7 @@ class ModernEra(Era):
         handle = ModernFuture(self, method)
         first = self._send(method, params, opts)
         handle._current = first
-        handle._mcpsync_call = getattr(first, "_mcpsync_call", None)  # type: ignore[attr-defined]
+        handle.call = call_of(first)
 
         def on_first(raw: Future[Any]) -> None:
             if handle.done():
@@ -450,7 +441,7 @@ class ModernEra(Era):
     ) -> Future[Any]:
         """One page of a list, from the hint cache while fresh, else from the server."""
         cached = self.cache.get(self.server_key, self.credential_key, method, params)
-        out: Future[Any] = Future()
+        out = CallFuture()  # a cached page: no request bounds it
         if cached is not None:
             try:
                 out.set_result(self._postprocess(method, cached))
@@ -458,7 +449,7 @@ class ModernEra(Era):
                 out.set_exception(exc)
             return out
         raw = self._send(method, params, CallOptions(timeout))
-        out._mcpsync_call = getattr(raw, "_mcpsync_call", None)  # type: ignore[attr-defined]
+        out.call = call_of(raw)
 
         def done(f: Future[Any]) -> None:
             if f.cancelled():

@@ -3,7 +3,7 @@
 Owns: the ``io.modelcontextprotocol/*`` keys, the method sets of the modern era (MRTR,
 tasks, cacheable lists), the modern errors raised to callers, the client capabilities in
 their 2026-07-28 shape, ``Envelope`` (what every modern request carries in ``_meta``;
-the connection's ``meta_provider``), and the versions a -32022 error offers
+``EraHooks.meta`` gives it to the connection), and the versions a -32022 error offers
 (``supported_of``, ``newest_mutual_modern``). A leaf of ``protocol.modern``.
 """
 
@@ -95,7 +95,7 @@ def modern_capabilities(capabilities: Mapping[str, Any], *, tasks: bool = True) 
 
 
 class Envelope:
-    """What every modern request carries in ``_meta``; the connection's ``meta_provider``."""
+    """What every modern request carries in ``_meta`` (the connection asks ``EraHooks.meta``)."""
 
     def __init__(
         self, version: str, capabilities: Mapping[str, Any], client_info: Mapping[str, Any]

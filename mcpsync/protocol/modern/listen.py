@@ -11,11 +11,11 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future
 from typing import Any
 
 from ... import jsonrpc
 from ...errors import MCPSyncError, ProtocolError, RequestTimeout, ServerError
+from ...rpc.calls import RequestFuture
 from ...rpc.connection import Connection
 from .envelope import LISTEN_TIMEOUT
 
@@ -32,7 +32,7 @@ class _Stream:
         self.listener = listener
         self.notifications = notifications
         self.id: Any = None
-        self.future: Future[Any] | None = None
+        self.future: RequestFuture | None = None
         self.honored: dict[str, Any] | None = None
         self.error: BaseException | None = None
         self.acknowledged = threading.Event()
@@ -54,9 +54,8 @@ class _Stream:
             self.future = future
             if self.stopping.is_set():
                 future.cancel()
-            call = getattr(future, "_mcpsync_call", None)
-            if call is not None and self.id is None:
-                self.id = call.id
+            if self.id is None:
+                self.id = future.call.id
             while not future.done():
                 if self.stopping.wait(0.5):
                     future.cancel()
