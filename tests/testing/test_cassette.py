@@ -47,11 +47,12 @@ with mcpsync.connect(target, cassette=Cassette(path, mode=mode), era=era, timeou
     out["server"] = s.server_info.name
     out["tools"] = sorted(t.name for t in s.list_tools())
     out["echo"] = s.call_tool("echo", {"message": "hi"}).content[0].text
-    out["add"] = s.call_tool("add", {"a": 2, "b": 3}).model_dump(mode="json", exclude_none=True)
-    r = s.call_tool("long_running", {"duration": 0.05, "steps": 3}, on_progress=progress.append)
-    out["long_running"] = r.content[0].text
-    out["progress"] = [p.progress for p in progress]
-    out["sample"] = s.call_tool("sample", {"prompt": "x"}).content[0].text
+    if sys.argv[6] == "full":  # the demo server's tools (and the SDK peer's, named alike)
+        out["add"] = s.call_tool("add", {"a": 2, "b": 3}).model_dump(mode="json", exclude_none=True)
+        r = s.call_tool("long_running", {"duration": 0.05, "steps": 3}, on_progress=progress.append)
+        out["long_running"] = r.content[0].text
+        out["progress"] = [p.progress for p in progress]
+        out["sample"] = s.call_tool("sample", {"prompt": "x"}).content[0].text
     try:
         s.call_tool("echo", {"message": "never recorded"})
         out["unrecorded"] = "answered"
@@ -62,11 +63,19 @@ print(json.dumps(out))
 """
 
 
-def _use(path: Path, mode: str, target: list[str], era: str = "auto", audit: bool = False) -> dict:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+def _use(
+    path: Path,
+    mode: str,
+    target: str | list[str],
+    era: str = "auto",
+    audit: bool = False,
+    plan: str = "full",
+    env: dict[str, str] | None = None,
+) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
     done = subprocess.run(
         [sys.executable, "-c", USE, str(path), mode, json.dumps(target), era,
-         "audit" if audit else "-"],
+         "audit" if audit else "-", plan],
         capture_output=True, text=True, timeout=120, env=env, cwd=ROOT,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
@@ -93,6 +102,54 @@ def test_live_record_then_replay_in_a_fresh_interpreter(tmp_path, target, era):
         assert {k: v for k, v in replayed.items() if k not in ("attempts", "unrecorded")} == {
             k: v for k, v in recorded.items() if k not in ("attempts", "unrecorded")
         }
+
+
+def _same_after_replay(
+    path: Path, recorded: dict, era: str, target: str | list[str], plan: str = "full"
+) -> None:
+    """Replay ``path`` in a fresh interpreter aimed at ``target`` (gone): the same results,
+    no process started, no connection attempted, an unrecorded call refused."""
+    path.write_text(path.read_text().replace('"never recorded"', '"edited out"'))
+    replayed = _use(path, "none", target, era, audit=True, plan=plan)
+    assert replayed.pop("attempts") == []
+    assert replayed.pop("unrecorded") == "CassetteMismatch"
+    assert replayed == {k: v for k, v in recorded.items() if k not in ("attempts", "unrecorded")}
+
+
+def test_live_streamable_http_demo_server_legacy_era(tmp_path):
+    from mcpsync.demo_server.http import DemoHTTPServer
+
+    path = tmp_path / "http.jsonl"
+    with DemoHTTPServer() as server:
+        url = server.url
+        recorded = _use(path, "once", url, "auto")
+    assert recorded["era"] == "legacy" and recorded["progress"] == [1, 2, 3]
+    assert recorded["sample"] == "sampled"  # a server request over the SSE reply, answered
+    assert json.loads(path.read_text().splitlines()[0])["transport"] == "streamable-http"
+    _same_after_replay(path, recorded, "auto", url)  # the server is gone: nothing listens
+
+
+def test_live_streamable_http_sdk_server_modern_era(tmp_path):
+    from test_modern_http import modern_sdk_http
+
+    path = tmp_path / "modern-http.jsonl"
+    with modern_sdk_http() as server:
+        url = server.url
+        recorded = _use(path, "once", url, "modern")
+    assert recorded["era"] == "modern" and recorded["progress"] == [1, 2, 3]
+    _same_after_replay(path, recorded, "modern", url)
+
+
+def test_live_server_everything_over_stdio(tmp_path):
+    from servers.launch import everything_stdio_argv, have_everything, node_env
+
+    if not have_everything():
+        pytest.skip("npm peers not installed (tests/node)")
+    path = tmp_path / "everything.jsonl"
+    recorded = _use(path, "once", everything_stdio_argv(), "auto", plan="basic", env=node_env())
+    assert recorded["server"] == "mcp-servers/everything" and "echo" in recorded["tools"]
+    assert "hi" in recorded["echo"]
+    _same_after_replay(path, recorded, "auto", MISSING, plan="basic")
 
 
 def test_live_modes_all_and_new_episodes(tmp_path, no_leaks):
