@@ -20,6 +20,8 @@ import mcpsync
 from mcpsync.errors import CassetteError, ConfigError, MCPSyncError
 from mcpsync.testing import Cassette, CassetteMismatch
 
+pytest_plugins = ["pytester"]
+
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = [sys.executable, "-m", "mcpsync.demo_server"]
 MODERN = [sys.executable, str(ROOT / "tests" / "servers" / "modern_sdk_server.py"), "stdio"]
@@ -351,3 +353,76 @@ def test_missing_cassette_in_mode_none(tmp_path):
 def test_cassette_and_restart_do_not_mix(tmp_path):
     with pytest.raises(ConfigError, match="restart"):
         mcpsync.connect(MISSING, cassette=Cassette(tmp_path / "x.jsonl"), restart=True)
+
+
+# -- the pytest plugin -------------------------------------------------------------------------
+
+PLUGIN_TESTS = """
+import sys, pytest, mcpsync
+
+TARGET = {target!r}
+
+
+@pytest.mark.mcp_cassette
+@pytest.mark.mcp_server(TARGET)
+def test_with_session(mcp_session):
+    assert mcp_session.call_tool("echo", {{"message": "{message}"}}).content[0].text == "{message}"
+
+
+@pytest.mark.mcp_cassette("shared.jsonl")
+def test_own_connect(mcp_cassette):
+    with mcpsync.connect(TARGET, cassette=mcp_cassette) as s:
+        assert s.call_tool("add", {{"a": 1, "b": 2}}).structured_content == {{"sum": 3}}
+    print("MODE", mcp_cassette.mode, s.transport.kind)
+"""
+
+
+def _inner(pytester: pytest.Pytester, target: list[str], message: str = "hi") -> None:
+    pytester.makepyfile(test_inner=PLUGIN_TESTS.format(target=target, message=message))
+
+
+def test_live_plugin_records_once_then_replays_and_ci_never_records(pytester, monkeypatch):
+    monkeypatch.delenv("CI", raising=False)
+    folder = pytester.path / "cassettes" / "test_inner"
+    _inner(pytester, DEMO)
+    result = pytester.runpytest_subprocess("-s")  # default: once -> records
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*MODE once stdio*"])
+    assert sorted(p.name for p in folder.iterdir()) == ["shared.jsonl", "test_with_session.jsonl"]
+    _inner(pytester, MISSING)  # the server is gone: replayed from the files
+    result = pytester.runpytest_subprocess("-s", "--mcp-record-mode=none")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*MODE none cassette*"])
+    _inner(pytester, MISSING, message="other")  # a call never recorded fails the test
+    result = pytester.runpytest_subprocess("--mcp-record-mode=none")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*CassetteMismatch*nearest recorded request is tools/call*"])
+    (folder / "shared.jsonl").unlink()
+    monkeypatch.setenv("CI", "true")  # on CI: none, so a missing cassette is an error
+    _inner(pytester, DEMO)
+    result = pytester.runpytest_subprocess()
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*CassetteError*shared.jsonl does not exist*"])
+    assert not (folder / "shared.jsonl").exists()
+    result = pytester.runpytest_subprocess("--mcp-record-mode=all", "-s")  # unless told
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*MODE all stdio*"])
+
+
+def test_live_plugin_new_episodes_adds_what_is_missing(pytester, monkeypatch):
+    monkeypatch.delenv("CI", raising=False)
+    path = pytester.path / "cassettes" / "test_inner" / "test_with_session.jsonl"
+    _inner(pytester, DEMO)
+    pytester.runpytest_subprocess("-k", "with_session").assert_outcomes(passed=1)
+    _inner(pytester, DEMO, message="more")
+    result = pytester.runpytest_subprocess("-k", "with_session", "--mcp-record-mode=new_episodes")
+    result.assert_outcomes(passed=1)
+    text = path.read_text()
+    assert '"hi"' in text and '"more"' in text
+
+
+def test_plugin_options_are_listed(pytester):
+    result = pytester.runpytest("--help")
+    result.stdout.fnmatch_lines(["*--mcp-record-mode*"])
+    result = pytester.runpytest("--markers")
+    assert "@pytest.mark.mcp_cassette(path=None, **cassette_kwargs)" in result.stdout.str()
