@@ -68,7 +68,11 @@ class Replay:
                 by_number[entry.episode].rest.append(entry)
             elif entry.side == "server":
                 self.opening.append(entry)
-        self._used: set[int] = set()  # indexes into episodes
+        #: match key -> indexes into episodes, in recorded order
+        self._by_key: dict[Any, list[int]] = {}
+        for i, episode in enumerate(self.episodes):
+            self._by_key.setdefault(episode.key, []).append(i)
+        self._played: dict[Any, int] = {}  # match key -> how many of its episodes were played
         self._next = 0  # strict order: the index of the next episode
         self._lock = threading.Lock()
 
@@ -86,13 +90,11 @@ class Replay:
                     return self.episodes[self._next - 1]
                 expected = self.episodes[self._next] if self._next < len(self.episodes) else None
                 raise self._mismatch(message, expected, "in recorded order, the next request is")
-            matches = [i for i, e in enumerate(self.episodes) if e.key == key]
-            for i in matches:
-                if i not in self._used:
-                    self._used.add(i)
-                    return self.episodes[i]
+            matches = self._by_key.get(key)
             if matches:
-                return self.episodes[matches[-1]]
+                played = self._played.get(key, 0)
+                self._played[key] = played + 1
+                return self.episodes[matches[min(played, len(matches) - 1)]]
         raise self._mismatch(message, self._nearest(message), "the nearest recorded request is")
 
     def _nearest(self, message: Message) -> _Episode | None:
