@@ -18,6 +18,7 @@ Owns: the ``mcp_session``, ``mcp_host`` and ``mcp_cassette`` fixtures, the ``mcp
   beside the test file; the ``mcp_cassette`` fixture is that :class:`~mcpsync.testing.Cassette`
   for the test's own ``connect(..., cassette=mcp_cassette)``. ``mcp_cassette("other.jsonl",
   match_on=...)``: another file (relative to that folder) and ``Cassette`` settings.
+  With ``mcp_host``, each server has its own file: ``cassettes/<module>/<test>/<server>.jsonl``.
   ``--mcp-record-mode=none|once|new_episodes|all`` (default ``once``; ``none`` where the
   environment variable ``CI`` is set: CI replays what was committed, and never records;
   a marker's ``mode=`` is used when the option is not given).
@@ -271,7 +272,10 @@ def mcp_host(request: pytest.FixtureRequest) -> Iterator[Any]:
         path = Path(os.path.expanduser(request.config.getoption("--mcp-config")))
     else:
         raise pytest.UsageError("mcp_host needs @pytest.mark.mcp_config(FILE) or --mcp-config FILE")
-    host = Host(path)
+    cassettes = None
+    if request.node.get_closest_marker("mcp_cassette") is not None:  # one file per server
+        cassettes = request.getfixturevalue("mcp_cassette").per_server
+    host = Host(path, cassettes=cassettes)
     _OPEN.add(host)
     try:
         host.start()

@@ -198,6 +198,11 @@ def test_live_secrets_are_never_written(tmp_path, no_leaks):
     text = path.read_text()
     assert secret not in text and own not in text
     assert "key=<scrubbed>" in text and "<mine>" in text
+    # replayed with the same settings, the requests that carried them still match
+    cassette = Cassette(path, mode="none", scrub=scrub)
+    with mcpsync.connect(MISSING, env={"DEMO_API_KEY": secret}, cassette=cassette) as s:
+        assert s.call_tool("echo", {"message": f"key={secret}"}).content[0].text == "key=<scrubbed>"
+        assert s.call_tool("echo", {"message": own}).content[0].text == "<mine>"
 
 
 def test_live_server_requests_and_notifications_replay_in_order(tmp_path, no_leaks):
@@ -426,3 +431,21 @@ def test_plugin_options_are_listed(pytester):
     result.stdout.fnmatch_lines(["*--mcp-record-mode*"])
     result = pytester.runpytest("--markers")
     assert "@pytest.mark.mcp_cassette(path=None, **cassette_kwargs)" in result.stdout.str()
+
+
+def test_live_host_records_one_cassette_per_server(tmp_path, no_leaks):
+    config = {"mcpServers": {
+        "demo": {"command": DEMO[0], "args": DEMO[1:], "env": {"DEMO_SECRET": "hunter2-secret"}},
+        "other": {"command": DEMO[0], "args": DEMO[1:]},
+    }}  # fmt: skip
+    base = Cassette(tmp_path / "host.jsonl", mode="once")
+    with mcpsync.Host(config, cassettes=base.per_server) as host:
+        assert host.call_tool("demo__echo", {"message": "hunter2-secret"}).content[0].text
+        assert host.call_tool("other__add", {"a": 1, "b": 2}).structured_content == {"sum": 3}
+    files = sorted(p.name for p in (tmp_path / "host").iterdir())
+    assert files == ["demo.jsonl", "other.jsonl"]
+    assert "hunter2-secret" not in (tmp_path / "host" / "demo.jsonl").read_text()
+    gone = {"mcpServers": {n: {"command": MISSING[0]} for n in ("demo", "other")}}
+    with mcpsync.Host(gone, cassettes=base.per_server) as host:
+        assert host.call_tool("other__add", {"a": 1, "b": 2}).structured_content == {"sum": 3}
+        assert host.session("demo").transport.kind == "cassette"

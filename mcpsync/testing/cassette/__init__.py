@@ -76,6 +76,14 @@ class Cassette:
     def __repr__(self) -> str:
         return f"Cassette({os.fspath(self.path)!r}, mode={self.mode!r})"
 
+    def per_server(self, name: str) -> Cassette:
+        """The cassette of server ``name`` of a ``Host``: ``<path without suffix>/<name>.jsonl``,
+        with these settings (``Host(config, cassettes=cassette.per_server)``)."""
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name) or "_"
+        return Cassette(self.path.with_suffix("") / f"{safe}.jsonl", self.mode,
+                        match_on=self.match_on, strict_order=self.strict_order,
+                        scrub=self.scrub, secrets=self.secrets)  # fmt: skip
+
     @property
     def replays(self) -> bool:
         """True when a session connected now is answered from the file (no server)."""
@@ -95,7 +103,8 @@ class Cassette:
         if self.replays:
             header, entries = fileformat.read(self.path)  # CassetteError before anything starts
             replay = Replay(self.path, header, entries, match_on=self.match_on,
-                            strict_order=self.strict_order)  # fmt: skip
+                            strict_order=self.strict_order, secrets=[*self.secrets, *secrets],
+                            scrub=self.scrub)  # fmt: skip
 
             def replaying() -> Transport:
                 return ReplayTransport(replay, name=name)

@@ -22,6 +22,7 @@ from .fileformat import Entry, Side
 
 __all__ = [
     "SCRUBBED",
+    "MIN_SECRET",
     "Scrub",
     "MatchOn",
     "normalize",
@@ -34,6 +35,8 @@ __all__ = [
 
 #: what a secret is replaced with
 SCRUBBED = "<scrubbed>"
+#: shorter strings are not scrubbed (an env value "1" or "on" would scrub every such text)
+MIN_SECRET = 4
 #: the user's hook: (who sent it, the message) -> the message to write, or None to drop it
 Scrub = Callable[[Side, dict[str, Any]], "dict[str, Any] | None"]
 #: what requests are matched on: names from ``MATCH_PARTS``, or a function of the request
@@ -102,7 +105,7 @@ def normalize(
     server_episode: dict[int, int] = {}  # normalized server id -> episode
     pending: list[int] = []  # normalized ids of client requests not answered yet
     tokens: dict[tuple[str, Any], str] = {}
-    secrets = [s for s in secrets if isinstance(s, str) and len(s) >= 4]
+    secrets = [s for s in secrets if isinstance(s, str) and len(s) >= MIN_SECRET]
     out: list[Entry] = []
     for side, original in raw:
         message = copy.deepcopy(original)

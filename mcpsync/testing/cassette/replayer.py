@@ -7,24 +7,34 @@ request delivers, in the calling thread and in recorded order, what the server s
 that request's episode (its notifications, its own requests, the response), with the live
 request's id and progress token in place of the recorded ones. A recorded server request
 (sampling, elicitation, roots) pauses the episode until the session answers it; the answer
-(sent from the session's worker) delivers the rest. A request that matches nothing raises
+(sent from the session's worker) delivers the rest. A live request is compared as the recording wrote it (secrets scrubbed, the
+``scrub`` hook applied). A request that matches nothing raises
 ``CassetteMismatch`` from ``send``, naming it and the nearest recorded request.
 """
 
 from __future__ import annotations
 
+import copy
 import difflib
 import itertools
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ...errors import CassetteMismatch, TransportError
 from ...transports.base import Features, Message, OnClose, OnError, OnMessage, Transport
 from .fileformat import Entry, Header
-from .normalize import MatchOn, describe, match_key, progress_placeholder
+from .normalize import (
+    MIN_SECRET,
+    MatchOn,
+    Scrub,
+    describe,
+    match_key,
+    progress_placeholder,
+    scrub_secrets,
+)
 
 __all__ = ["Replay", "ReplayTransport"]
 
@@ -49,8 +59,12 @@ class Replay:
         *,
         match_on: MatchOn = ("method", "params"),
         strict_order: bool = False,
+        secrets: Sequence[str] = (),
+        scrub: Scrub | None = None,
     ) -> None:
         self.path = os.fspath(path)
+        self.secrets = [s for s in secrets if isinstance(s, str) and len(s) >= MIN_SECRET]
+        self.scrub = scrub
         self.header = header
         self.match_on = match_on
         self.strict_order = strict_order
@@ -82,6 +96,7 @@ class Replay:
         Any order: the first unplayed episode with the same key, else the last played one
         again (a repeated ``tools/list`` is answered as recorded). Strict order: the next
         recorded episode, which must have the same key."""
+        message = self._as_recorded(message)
         key = match_key(message, self.match_on)
         with self._lock:
             if self.strict_order:
@@ -96,6 +111,17 @@ class Replay:
                 self._played[key] = played + 1
                 return self.episodes[matches[min(played, len(matches) - 1)]]
         raise self._mismatch(message, self._nearest(message), "the nearest recorded request is")
+
+    def _as_recorded(self, message: Message) -> Message:
+        """A live request as the recording would have written it: secrets scrubbed, the
+        ``scrub`` hook applied (so a request that carried a secret still matches)."""
+        if not self.secrets and self.scrub is None:
+            return message
+        seen = scrub_secrets(message, self.secrets)
+        if self.scrub is not None:
+            kept = self.scrub("client", copy.deepcopy(seen))
+            seen = kept if kept is not None else seen
+        return seen
 
     def _nearest(self, message: Message) -> _Episode | None:
         if not self.episodes:
