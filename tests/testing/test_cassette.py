@@ -449,3 +449,26 @@ def test_live_host_records_one_cassette_per_server(tmp_path, no_leaks):
     with mcpsync.Host(gone, cassettes=base.per_server) as host:
         assert host.call_tool("other__add", {"a": 1, "b": 2}).structured_content == {"sum": 3}
         assert host.session("demo").transport.kind == "cassette"
+
+
+def test_live_oauth_protected_server_tokens_never_written(tmp_path, no_leaks):
+    from mcpsync.auth import OAuth
+    from mcpsync.demo_server.http import DemoHTTPServer
+
+    path = tmp_path / "oauth.jsonl"
+    client_secret, api_key = "client-secret-9f8e7d", "api-key-0a1b2c3d4e"
+    with DemoHTTPServer(auth=True, clients={"svc": client_secret}) as server:
+        url = server.url
+        auth = OAuth.client_credentials("svc", client_secret)
+        with mcpsync.connect(url, auth=auth, headers={"X-Api-Key": api_key},
+                             cassette=Cassette(path, mode="once")) as s:  # fmt: skip
+            assert s.call_tool("echo", {"message": "m2m"}).content[0].text == "m2m"
+        issued = list(server.auth_server._tokens)  # every access token the server gave out
+        assert server.auth_server.stats()["tokens"] == {"client_credentials": 1}
+    assert issued
+    text = path.read_text()
+    for secret in (client_secret, api_key, *issued):
+        assert secret not in text
+    # replayed with the server gone and no credentials at all
+    with mcpsync.connect(url, cassette=Cassette(path, mode="none")) as s:
+        assert s.call_tool("echo", {"message": "m2m"}).content[0].text == "m2m"
