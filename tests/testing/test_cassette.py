@@ -142,6 +142,19 @@ def test_live_streamable_http_sdk_server_modern_era(tmp_path):
     _same_after_replay(path, recorded, "modern", url)
 
 
+def test_live_legacy_sse_sdk_server(tmp_path):
+    from servers.launch import sdk_server_sse
+
+    path = tmp_path / "sse.jsonl"
+    with sdk_server_sse() as server:
+        url = server.url  # Streamable HTTP is tried first and refused: legacy SSE is recorded
+        recorded = _use(path, "once", url, "auto")
+    assert recorded["era"] == "legacy" and recorded["progress"] == [1, 2, 3]
+    assert recorded["sample"] == "sampled"
+    assert json.loads(path.read_text().splitlines()[0])["transport"] == "sse"
+    _same_after_replay(path, recorded, "auto", url)
+
+
 def test_live_server_everything_over_stdio(tmp_path):
     from servers.launch import everything_stdio_argv, have_everything, node_env
 
