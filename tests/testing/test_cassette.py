@@ -485,3 +485,17 @@ def test_live_oauth_protected_server_tokens_never_written(tmp_path, no_leaks):
     # replayed with the server gone and no credentials at all
     with mcpsync.connect(url, cassette=Cassette(path, mode="none")) as s:
         assert s.call_tool("echo", {"message": "m2m"}).content[0].text == "m2m"
+
+
+def test_live_a_session_never_closed_is_saved_at_exit(tmp_path):
+    path = tmp_path / "unclosed.jsonl"
+    code = (
+        "import sys, mcpsync\n"
+        "from mcpsync.testing import Cassette\n"
+        f"s = mcpsync.connect({DEMO!r}, cassette=Cassette({str(path)!r}, mode='all'))\n"
+        "s.call_tool('echo', {'message': 'unclosed'})\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60, env=env, cwd=ROOT)
+    with mcpsync.connect(MISSING, cassette=Cassette(path, mode="none")) as s:
+        assert s.call_tool("echo", {"message": "unclosed"}).content[0].text == "unclosed"

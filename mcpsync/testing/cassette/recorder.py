@@ -147,6 +147,8 @@ class RecordingTransport(Transport):
     def start(
         self, on_message: OnMessage, on_close: OnClose, on_error: OnError | None = None
     ) -> None:
+        # registered with the process's lifecycle too: a session never closed is saved at exit
+        self._bind(on_message, on_close, on_error)
         recorder = self.recorder
 
         def received(message: Message) -> None:
