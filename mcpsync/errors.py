@@ -39,6 +39,8 @@ __all__ = [
     "URLElicitationRequired",
     "SessionClosed",
     "ForkedError",
+    "CassetteError",
+    "CassetteMismatch",
     "AuthError",
     "AuthServerUnreachable",
     "TokenError",
@@ -268,6 +270,31 @@ class ForkedError(SessionClosed):
             f"in process {pid}: open a new one in the child (close() here releases only "
             "this process's copies)"
         )
+
+
+class CassetteError(MCPSyncError, ValueError):
+    """A recorded session (``mcpsync.testing.Cassette``) cannot be used: a missing file where
+    replay needs one, a line that is not what was written (``path`` and ``line`` name it, 0:
+    the whole file), or another format version; the message says what to do."""
+
+    def __init__(self, message: str, *, path: str = "", line: int = 0) -> None:
+        self.path = path
+        self.line = line
+        super().__init__(message)
+
+
+class CassetteMismatch(MCPSyncError):
+    """A replayed session sent a request the cassette has no answer for. ``request``: the
+    method and params sent (normalized); ``nearest``: the closest recorded request (None:
+    the cassette has none of that method or none at all); ``path``: the cassette file."""
+
+    def __init__(
+        self, message: str, *, request: Any = None, nearest: Any = None, path: str = ""
+    ) -> None:
+        self.request = request
+        self.nearest = nearest
+        self.path = path
+        super().__init__(message)
 
 
 class RestartLimitReached(ServerExited, SessionClosed):

@@ -273,6 +273,7 @@ RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_protocol_seam.py::test_connect_imports_what_typed_results_need", ("real_server",)),
     ("test_protocol_seam.py::test_each_host_holds_its_own_caches", ("real_server",)),
     ("test_protocol_seam.py::test_timeout_default_given_explicitly_is_the_sessions", ("timing",)),
+    ("test_cassette.py::test_live_*", ("real_server",)),
     ("test_pytest_plugin.py", ("real_server",)),
     ("test_readme.py", ("real_server",)),
     ("test_real_stdio.py", ("real_server",)),

@@ -93,6 +93,9 @@ class Host(_ToolRouting):
     ``include_tools`` / ``exclude_tools``: ``{server: tool name globs}`` (key ``"*"``: every
     server without its own key); for that server they replace the entry's
     ``includeTools`` / ``excludeTools``. Hidden tools are not in the namespace.
+    ``cassettes(server_name)``: the recorded session of each server, given to its
+    ``Session.connect(cassette=)`` (one cassette per server, e.g.
+    ``lambda name: Cassette(f"tests/cassettes/{name}.jsonl")``, ``mcpsync.testing``).
     ``_caches`` (private): the era verdict and cache-hint stores the host's sessions use
     (``mcpsync.protocol.choose.Caches``; default: the process-wide ones); given to the
     default connect always, to a custom ``connect`` only when given here.
@@ -118,6 +121,7 @@ class Host(_ToolRouting):
         spawn_stdio: bool | None = None,
         include_tools: Mapping[str, Any] | None = None,
         exclude_tools: Mapping[str, Any] | None = None,
+        cassettes: Callable[[str], Any] | None = None,
         _caches: Caches | None = None,
     ) -> None:
         if isinstance(config, str | Path) or isinstance(config, Mapping):
@@ -150,6 +154,7 @@ class Host(_ToolRouting):
         # still starting (Session.connect cannot be interrupted from outside).
         self._spawn_stdio = connect is None if spawn_stdio is None else spawn_stdio
         self._session_kwargs = dict(session_kwargs or {})
+        self._cassettes = cassettes
         self._auth_factory = auth_factory
         self._separator = separator
         self._tool_globs = {
@@ -337,7 +342,9 @@ class Host(_ToolRouting):
                     globs = per_server.get(s.name, per_server.get("*"))
                     if globs is not None:  # the host's list for this server replaces the entry's
                         kwargs[key] = list(globs)
-                if self._spawn_stdio and isinstance(kwargs.get("target"), list):
+                if self._cassettes is not None:  # recorded or replayed: Session.connect decides
+                    kwargs["cassette"] = self._cassettes(s.name)
+                elif self._spawn_stdio and isinstance(kwargs.get("target"), list):
                     give_transport_factory(kwargs, s.name, self._server_identity)  # restarts too
                     kwargs["target"] = self._stdio_transport(s, kwargs)
                 if self._caches_given:

@@ -60,9 +60,11 @@ from ..typed import types as _types
 from ..typed import validate as _validate
 from . import bringup as _bringup
 from . import offer as _offer
+from . import recorded as _recorded
 from . import tasks as _tasks
 from . import tls as _tls
 from .forksafe import own_session, release_session
+from .recorded import TransportWrapper
 from .restart import Restarter, RestartEvent, RestartPolicy
 from .restart import attach as _restart_attach
 from .serverlog import LOG_LEVELS, ServerLog
@@ -198,6 +200,7 @@ class Session:
         extensions: Mapping[str, Mapping[str, Any] | None] | Sequence[str] | None = None,
         restart: bool | RestartPolicy | Mapping[str, Any] | None = None,
         card: bool | Mapping[str, str] | Callable[..., Any] = False,
+        cassette: TransportWrapper | None = None,
         _caches: Caches | None = None,
     ) -> Session:
         """Bring up a session and return it ready for use.
@@ -229,6 +232,12 @@ class Session:
 
         ``card``: read the URL's Server Card first, connect where it says (opt-in: ``mcpsync.cards``).
 
+        ``cassette``: a ``mcpsync.testing.Cassette``: record the session's messages to its file,
+        or replay them from it without starting or contacting the server (its ``mode`` says
+        which); the values of ``env`` and ``headers`` are never written. Not with ``restart``. Its
+        session remembers no era verdict or cache hint of others (the bring-up is a fresh
+        process's, so a recording made after other sessions replays in a new interpreter).
+
         ``_caches`` (private): the era verdict and cache-hint stores to use instead of the
         process-wide ones (``mcpsync.protocol.choose.Caches``; tests pass fresh ones).
         """
@@ -247,6 +256,11 @@ class Session:
         )  # fmt: skip
         _tls.share(auth, verify, cert)  # an OAuth's own requests to authorization servers too
         name, candidates = select(deadline=deadline)
+        if cassette is not None:  # record what the transports move, or replay it instead
+            candidates = _recorded.wrap(cassette, candidates, name=name, env=env,
+                                        headers=headers, restart=restart)  # fmt: skip
+            # as in a fresh process, whatever ran before: the same bring-up is recorded and replayed
+            _caches = _caches or Caches()
         resolve_era(era, protocol_version)  # ConfigError before anything starts
         _typed.prefetch()  # mcp_types imports in the background while the server starts
         offered = _offer.extensions(extensions)  # e.g. mcpsync.apps.EXTENSION; ConfigError too

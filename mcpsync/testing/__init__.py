@@ -4,7 +4,8 @@ Owns nothing itself: re-exports :func:`serve` (``mcpsync.testing.serve``: run an
 or ``fastmcp`` server object on a private event-loop thread and get a connected
 :class:`~mcpsync.Session` over the in-memory transport) and the snapshot helpers
 (:func:`snapshot`, :func:`assert_matches_snapshot`, :func:`snapshot_data`,
-:func:`diff_snapshots`). The pytest fixtures live in :mod:`mcpsync.testing.pytest_plugin`.
+:func:`diff_snapshots`) and the recorded sessions (:class:`Cassette`, :class:`CassetteMismatch`,
+:class:`CassetteError`: ``Session.connect(target, cassette=Cassette(path))``). The pytest fixtures live in :mod:`mcpsync.testing.pytest_plugin`.
 """
 
 from __future__ import annotations
@@ -12,8 +13,18 @@ from __future__ import annotations
 from typing import Any
 
 from ._snapshot import assert_matches_snapshot, diff_snapshots, snapshot, snapshot_data
+from .cassette import Cassette, CassetteError, CassetteMismatch
 
-__all__ = ["serve", "snapshot", "snapshot_data", "assert_matches_snapshot", "diff_snapshots"]
+__all__ = [
+    "Cassette",
+    "CassetteError",
+    "CassetteMismatch",
+    "serve",
+    "snapshot",
+    "snapshot_data",
+    "assert_matches_snapshot",
+    "diff_snapshots",
+]
 
 
 def __getattr__(name: str) -> Any:

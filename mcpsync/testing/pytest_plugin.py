@@ -1,7 +1,8 @@
 """The ``mcpsync`` pytest plugin: MCP servers as fixtures.
 
-Owns: the ``mcp_session`` and ``mcp_host`` fixtures, the ``mcp_server`` and ``mcp_config``
-markers and the ``--mcp-config FILE`` option. Installed with the package (entry point
+Owns: the ``mcp_session``, ``mcp_host`` and ``mcp_cassette`` fixtures, the ``mcp_server``,
+``mcp_config`` and ``mcp_cassette`` markers and the ``--mcp-config FILE`` and
+``--mcp-record-mode`` options. Installed with the package (entry point
 ``pytest11``), so it is active wherever mcpsync is installed.
 
 - ``@pytest.mark.mcp_server(target, **connect_kwargs)`` + ``mcp_session``: a ready
@@ -11,6 +12,16 @@ markers and the ``--mcp-config FILE`` option. Installed with the package (entry 
   once per entry of FILE (test ids are the entry names).
 - ``mcp_host``: a started :class:`~mcpsync.Host` for ``@pytest.mark.mcp_config(FILE)`` or
   ``--mcp-config FILE``, closed after the test.
+
+- ``@pytest.mark.mcp_cassette`` (recorded sessions, :mod:`mcpsync.testing.cassette`): the
+  test's ``mcp_session`` records to, or replays from, ``cassettes/<module>/<test>.jsonl``
+  beside the test file; the ``mcp_cassette`` fixture is that :class:`~mcpsync.testing.Cassette`
+  for the test's own ``connect(..., cassette=mcp_cassette)``. ``mcp_cassette("other.jsonl",
+  match_on=...)``: another file (relative to that folder) and ``Cassette`` settings.
+  With ``mcp_host``, each server has its own file: ``cassettes/<module>/<test>/<server>.jsonl``.
+  ``--mcp-record-mode=none|once|new_episodes|all`` (default ``once``; ``none`` where the
+  environment variable ``CI`` is set: CI replays what was committed, and never records;
+  a marker's ``mode=`` is used when the option is not given).
 
 A server that fails to come up makes the test an ERROR whose message has the error, the
 server's exit code and its last stderr lines. Every session and host the plugin opened
@@ -35,7 +46,12 @@ __all__ = [
     "pytest_generate_tests",
     "mcp_session",
     "mcp_host",
+    "mcp_cassette",
 ]
+
+#: the record modes (``mcpsync.testing.cassette.MODES``, named here: the plugin loads in every
+#: pytest run, the cassette code only when a test uses it)
+RECORD_MODES = ("none", "once", "new_episodes", "all")
 
 #: how long a failed bring-up's fixture waits for the server's shutdown ladder to end it
 _LADDER_WAIT = 15.0
@@ -50,6 +66,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="mcp.json-style config: tests using mcp_session run once per entry; mcp_host uses it",
     )
+    group.addoption(
+        "--mcp-record-mode",
+        choices=RECORD_MODES,
+        default=None,
+        help="recorded MCP sessions (mcp_cassette): none = replay only, once = record what has "
+        "no cassette yet, new_episodes = add what is missing, all = record again "
+        "(default: once; none when the CI environment variable is set)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -59,6 +83,11 @@ def pytest_configure(config: pytest.Config) -> None:
         "(a command list, a URL, or CONFIG:ENTRY)",
     )
     config.addinivalue_line("markers", "mcp_config(path): the config file mcp_host starts")
+    config.addinivalue_line(
+        "markers",
+        "mcp_cassette(path=None, **cassette_kwargs): mcp_session records to / replays from "
+        "cassettes/<module>/<test>.jsonl (mode: --mcp-record-mode)",
+    )
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -121,13 +150,44 @@ def _target_kwargs(target: Any, request: pytest.FixtureRequest) -> dict[str, Any
     return load_config(_config_path(path, request))[entry].connect_kwargs()
 
 
+def record_mode(config: pytest.Config) -> str:
+    """``--mcp-record-mode``, else ``none`` where ``CI`` is set, else ``once``."""
+    chosen = config.getoption("--mcp-record-mode")
+    if chosen:
+        return str(chosen)
+    return "none" if os.environ.get("CI") else "once"
+
+
+def _cassette_name(request: pytest.FixtureRequest) -> str:
+    """The test's name as a file name (parametrized ids kept, unsafe characters replaced)."""
+    name = request.node.name
+    safe = "".join(c if c.isalnum() or c in "-_.[]" else "_" for c in name)
+    return f"{safe}.jsonl"
+
+
+@pytest.fixture
+def mcp_cassette(request: pytest.FixtureRequest) -> Any:
+    """The :class:`~mcpsync.testing.Cassette` of this test, in the ``--mcp-record-mode``."""
+    from .cassette import Cassette
+
+    folder = Path(request.node.path).parent / "cassettes" / Path(request.node.path).stem
+    marker = request.node.get_closest_marker("mcp_cassette")
+    args = marker.args if marker is not None else ()
+    kwargs = dict(marker.kwargs) if marker is not None else {}
+    given = kwargs.pop("path", args[0] if args else None)
+    path = folder / str(given) if given is not None else folder / _cassette_name(request)
+    mode = request.config.getoption("--mcp-record-mode") or kwargs.pop("mode", None)
+    kwargs.pop("mode", None)  # the command line's wins over the marker's
+    return Cassette(path, mode=mode or record_mode(request.config), **kwargs)  # type: ignore[arg-type]  # checked by Cassette
+
+
 def _bring_up(kwargs: dict[str, Any], label: str) -> Any:
     """``Session.connect`` with a stdio transport made here, so its stderr tail can be shown."""
     from ..errors import STDERR_TAIL, MCPSyncError
     from ..session import Session
 
     transport = None
-    if isinstance(kwargs.get("target"), list):
+    if isinstance(kwargs.get("target"), list) and kwargs.get("cassette") is None:
         from ..transports.stdio import StdioTransport
 
         transport = StdioTransport(
@@ -190,6 +250,8 @@ def mcp_session(request: pytest.FixtureRequest, mcp_entry: str | None) -> Iterat
         raise pytest.UsageError(
             "mcp_session needs @pytest.mark.mcp_server(target, ...) or pytest --mcp-config FILE"
         )
+    if request.node.get_closest_marker("mcp_cassette") is not None:
+        kwargs["cassette"] = request.getfixturevalue("mcp_cassette")
     session = _bring_up(kwargs, label)
     try:
         yield session
@@ -210,7 +272,10 @@ def mcp_host(request: pytest.FixtureRequest) -> Iterator[Any]:
         path = Path(os.path.expanduser(request.config.getoption("--mcp-config")))
     else:
         raise pytest.UsageError("mcp_host needs @pytest.mark.mcp_config(FILE) or --mcp-config FILE")
-    host = Host(path)
+    cassettes = None
+    if request.node.get_closest_marker("mcp_cassette") is not None:  # one file per server
+        cassettes = request.getfixturevalue("mcp_cassette").per_server
+    host = Host(path, cassettes=cassettes)
     _OPEN.add(host)
     try:
         host.start()
