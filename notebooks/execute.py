@@ -4,7 +4,7 @@ Owns: running ``notebooks/*.ipynb`` the way CI does: outputs cleared first, a fr
 that runs *this* Python (``sys.executable``, i.e. the venv with mcpsync installed, whatever
 kernelspecs the machine has) or the one given with ``--python`` (e.g. a fresh venv made with
 ``pip install "mcpsync[notebooks]"``), the notebook folder as working directory, a per-cell
-timeout, and no error allowed. ``tests/test_notebooks.py`` imports :func:`execute` from here.
+timeout, and no error allowed. ``tests/notebooks/test_notebooks.py`` imports :func:`execute` from here.
 
 Usage (from anywhere)::
 

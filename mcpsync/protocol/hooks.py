@@ -11,15 +11,28 @@ engine only asks the three ``WireHooks`` questions; nothing is set on the ``Conn
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..rpc.hooks import WireHooks
 
 if TYPE_CHECKING:
     from ..rpc.connection import Connection
-    from .modern.envelope import Envelope
 
-__all__ = ["EraHooks"]
+__all__ = ["EraHooks", "RequestEnvelope"]
+
+
+class RequestEnvelope(Protocol):
+    """What the era reads of the 2026-07-28 request envelope (``modern.envelope.Envelope``,
+    declared here because ``modern`` imports this module): the ``_meta`` of a method, the
+    agreed version, the log level it carries, and whether the server offers tasks."""
+
+    version: str
+    log_level: str | None
+
+    def __call__(self, method: str) -> dict[str, Any]: ...
+
+    @property
+    def tasks(self) -> bool: ...
 
 
 class EraHooks(WireHooks):
@@ -29,7 +42,7 @@ class EraHooks(WireHooks):
 
     def __init__(self) -> None:
         #: the 2026-07-28 request envelope (``_meta``); set by the modern bring-up
-        self.envelope: Envelope | None = None
+        self.envelope: RequestEnvelope | None = None
         #: cancels a request by closing its stream (2026-07-28 Streamable HTTP: no
         #: ``notifications/cancelled``); set by ``ModernEra``
         self.abort: Callable[[int], Any] | None = None

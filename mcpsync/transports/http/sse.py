@@ -24,7 +24,7 @@ does); a line longer than ``max_event_bytes`` is dropped unread, and when it is 
 line, or when data lines add up to more, the event is "too large" whatever the chunking
 (reported as an ``EventTooLarge`` where it ends, with the first 256 and the last 512
 bytes of its data); a ``retry`` of more than 12 digits counts as 10^12 ms. ``feed`` never
-raises. ``tests/test_fuzz_sse.py`` checks all of it against a reference model.
+raises. ``tests/transports/test_fuzz_sse.py`` checks all of it against a reference model.
 """
 
 from __future__ import annotations
