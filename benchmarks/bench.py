@@ -870,8 +870,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--only",
-        choices=("stdio", "http", "threads"),
-        help="run one transport only (threads: 8 threads on one session, shared_session.py)",
+        choices=("stdio", "http", "threads", "replay"),
+        help="run one part only (threads: 8 threads on one session, shared_session.py; "
+        "replay: a recorded session vs live, replay_bench.py)",
     )
     parser.add_argument(
         "--http-server", choices=("stdlib", "sdk"), default="stdlib", help="the HTTP peer"
@@ -929,6 +930,13 @@ def main(argv: list[str] | None = None) -> int:
         shared = shared_session.run_all(args.rounds, 0.8 if args.quick else 1.5)
         report["threads"] = shared
         output += ["", shared_session.render(shared)]
+
+    if args.only in (None, "replay"):  # a replayed session vs the live demo server
+        import replay_bench
+
+        replayed = replay_bench.measure(args.rounds, 0.6 if args.quick else 1.0)
+        report["replay"] = replayed
+        output += ["", replay_bench.render(replayed)]
 
     report["uptime_after"] = _uptime()
     report["elapsed_s"] = _now() - started
