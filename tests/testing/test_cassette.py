@@ -308,6 +308,21 @@ def test_replay_answers_in_any_order_and_repeats(tmp_path, no_leaks):
         assert s.call_tool("echo", {"message": "a"}).content[0].text == "A"  # played again
 
 
+def test_a_cassette_replays_after_the_client_changed(tmp_path, no_leaks):
+    """Recorded by an older client (another protocol version asked for, other capabilities):
+    the handshake still matches, and the session takes the recorded answer's version."""
+    lines = _legacy_lines()
+    old = {"protocolVersion": "2025-03-26", "capabilities": {"roots": {"listChanged": True}},
+           "clientInfo": {"name": "mcpsync", "version": "0.0.1"}}  # fmt: skip
+    lines[0] = _line(1, "client", {"id": 1, "method": "initialize", "params": old})
+    lines[1]["message"]["result"]["protocolVersion"] = "2025-03-26"
+    path = _write(tmp_path / "c.jsonl", lines)
+    with _replay(path, strict_order=True) as s:
+        assert s.protocol_version == "2025-03-26"
+        s.list_tools()
+        assert s.call_tool("echo", {"message": "a"}).content[0].text == "A"
+
+
 def test_mismatch_names_the_request_and_the_nearest(tmp_path, no_leaks):
     path = _write(tmp_path / "c.jsonl", _legacy_lines())
     with _replay(path) as s:

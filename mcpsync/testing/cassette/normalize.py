@@ -42,8 +42,14 @@ Scrub = Callable[[Side, dict[str, Any]], "dict[str, Any] | None"]
 #: what requests are matched on: names from ``MATCH_PARTS``, or a function of the request
 MatchOn = Sequence[str] | Callable[[dict[str, Any]], Any]
 MATCH_PARTS = ("method", "params", "meta")
-#: params keys of the bring-up requests that name the client's version, not the request
-_HANDSHAKE = {"initialize": ("clientInfo",), "server/discover": ("clientInfo",)}
+#: params of the bring-up requests that describe the client, not what it asks: left out of
+#: the match, so that a cassette still replays after an upgrade of mcpsync (a newer protocol
+#: version asked for, another name) or a handler added (another capability); the recorded
+#: answer is what the session then negotiates with
+_HANDSHAKE = {
+    "initialize": ("clientInfo", "protocolVersion", "capabilities"),
+    "server/discover": ("clientInfo",),
+}
 
 
 def progress_placeholder(normalized_id: Any) -> str:
