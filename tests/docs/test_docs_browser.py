@@ -53,7 +53,7 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
 def site_url(tmp_path_factory: pytest.TempPathFactory):
     site = tmp_path_factory.mktemp("site")
     p = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(site)],
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(site)],
         cwd=REPO, capture_output=True, text=True, timeout=300,
         env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
     )  # fmt: skip

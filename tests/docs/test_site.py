@@ -16,6 +16,7 @@ import importlib
 import os
 import pathlib
 import re
+import shutil
 import subprocess
 import sys
 from xml.etree import ElementTree
@@ -114,7 +115,7 @@ def built_site(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
     site = tmp_path_factory.mktemp("site")
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     p = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(site)],
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(site)],
         cwd=REPO, capture_output=True, text=True, timeout=300, env=env,
     )  # fmt: skip
     assert p.returncode == 0, f"mkdocs build --strict failed:\n{p.stdout}\n{p.stderr}"
@@ -160,3 +161,21 @@ def test_the_benchmark_figure_is_drawn_by_the_benchmark_script(tmp_path: pathlib
     shipped = ElementTree.parse(DOCS / "performance.svg").getroot()  # the page's figure
     assert "ratio to a bare loop" in (shipped.findtext("{http://www.w3.org/2000/svg}title") or "")
     assert "performance.svg" in (DOCS / "performance.md").read_text(encoding="utf-8")
+
+
+def test_the_built_site_refuses_a_broken_link_or_anchor(tmp_path: pathlib.Path):
+    """--strict means something: the same configuration over a copy of the pages with one
+    broken anchor fails, naming it (so a setting that hides warnings would show here)."""
+    docs = tmp_path / "docs"
+    shutil.copytree(DOCS, docs)
+    with (docs / "index.md").open("a", encoding="utf-8") as fh:
+        fh.write("\n[a broken anchor](auth.md#no-such-section)\n")
+    config = tmp_path / "mkdocs.yml"
+    config.write_text(f"INHERIT: {REPO / 'mkdocs.yml'}\ndocs_dir: {docs}\n", encoding="utf-8")
+    p = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(config), "-d", str(tmp_path / "site")],
+        cwd=REPO, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )  # fmt: skip
+    assert p.returncode != 0, "a broken anchor did not fail mkdocs build --strict"
+    assert "no-such-section" in p.stderr, p.stderr
