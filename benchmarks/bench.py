@@ -869,6 +869,11 @@ def main(argv: list[str] | None = None) -> int:
         "--json", metavar="FILE", help="write every raw number and the summary here"
     )
     parser.add_argument(
+        "--plot",
+        metavar="FILE",
+        help="write an SVG figure of the ratios to the bare loop here (benchmarks/plot.py)",
+    )
+    parser.add_argument(
         "--only",
         choices=("stdio", "http", "threads", "replay"),
         help="run one part only (threads: 8 threads on one session, shared_session.py; "
@@ -945,6 +950,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(report, fh, indent=2)
+    if args.plot:
+        import plot
+
+        plot.write_svg(report, args.plot)
     return 0
 
 

@@ -1,6 +1,6 @@
 """sseclient-py against mcpsync's own event-stream parser (``mcpsync/transports/http/sse.py``).
 
-Why this exists: the design mcpsync started from named ``sseclient-py``; README "Dependencies"
+Why this exists: the design mcpsync started from named ``sseclient-py``; docs/development.md "Dependencies"
 says why it is not used, with the figures this script prints. Each case feeds the same bytes,
 cut into 64 KiB chunks (what the HTTP transports read at a time), to both parsers:
 

@@ -111,6 +111,8 @@ RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
         "test_dpop_speed.py::test_a_proof_signed_ahead_is_taken_once_by_the_matching_request",
         ("timing",),
     ),
+    ("test_doc_examples.py", ("real_server",)),
+    ("test_docs_browser.py", ("browser", "real_server")),
     ("test_elicitation.py::test_notebook_form_against_server_everything", ("real_server",)),
     ("test_elicitation.py::test_terminal_form_against_server_everything", ("real_server",)),
     ("test_elicitation.py::test_terminal_form_is_not_sent_without_a_yes", ("real_server",)),
@@ -303,6 +305,7 @@ RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_server_loggers.py", ("real_server",)),
     ("test_server_stderr.py", ("real_server",)),
     ("test_servers_smoke.py", ("real_server",)),
+    ("test_site.py::test_the_built_site_*", ("real_server",)),
     ("test_smoke.py", ("real_server",)),
     (
         "test_smoke.py::test_a_bring_up_that_ignores_its_bound_ends_as_timeout_not_connecting",

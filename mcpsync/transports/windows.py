@@ -16,7 +16,7 @@ everywhere; the job object and its ctypes layer live in ``winjob.py``, imported 
 use of ``JobObject`` (``ctypes`` costs ~1 ms at import: not on a POSIX cold start); its
 ``kernel32`` is passed in or loaded on first use, so the
 Linux tests drive every path with a mocked one. Not run on Windows here (no machine):
-see README.md's reliability section for what is tested where.
+see docs/guarantees.md's reliability section for what is tested where.
 
 Known limit: a job is assigned just after ``CreateProcess`` returns (``subprocess`` has
 no suspended start); a grandchild started in those first microseconds is outside it.

@@ -32,7 +32,7 @@ from mcpsync.auth.registration import ClientInfo, register_client
 from mcpsync.cards import CardCache, CardError, CardTimeout, server_card, server_cards
 from mcpsync.errors import AuthError, ConfigError
 
-SLACK = 0.5  # the README's promise: an error within the bound + 0.5 s
+SLACK = 0.5  # the docs' promise (docs/guarantees.md): an error within the bound + 0.5 s
 CARD = {"name": "com.example/weather", "version": "1.2.0", "description": "Weather."}
 DEEP = b"[" * 200_000  # under the 1 MiB cap, far over any parser's nesting
 

@@ -139,7 +139,7 @@ def test_every_name_of_all_resolves_from_a_fresh_interpreter():
     star, names, kinds, modules = out  # type: ignore[misc]
     assert star == names
     assert "NoneType" not in kinds.values()
-    # the submodules __all__ names: the README's mcpsync.skills.EXTENSION_ID and
+    # the submodules __all__ names: docs/features.md's mcpsync.skills.EXTENSION_ID and
     # mcpsync.smoke.run(...) after a bare ``import mcpsync``
     assert modules == ["display", "handlers", "skills", "smoke"]
     assert mcpsync.skills.EXTENSION_ID and callable(mcpsync.display.tools_table)

@@ -1,43 +1,35 @@
-"""The README's examples run as written.
+"""The README as a front page, and the facts the docs state about the repository.
 
-The first Python example runs in this process (and leaves nothing behind); every block the
-README marks with ``<!-- runnable: ... -->`` on the line before its fence runs as a fresh
-``python`` or ``bash -euo pipefail`` process, with this venv's ``bin`` first on ``PATH``
-(what an activated venv gives a reader), from the repository root.
+- the two first commands (``bash scripts/demo``, ``bash scripts/test``) open the README and
+  the scripts they name exist;
+- the first Python example runs in this process and leaves nothing behind (every example of
+  the README and the docs also runs as a script of its own: ``tests/docs/test_doc_examples.py``);
+- the test files the README, ``docs/`` and ``notebooks/README.md`` name exist;
+- the package tree drawn in ``docs/development.md`` is the package's tree.
 """
 
 from __future__ import annotations
 
-import os
 import pathlib
 import re
-import subprocess
-import sys
-
-import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 README = (REPO / "README.md").read_text()
-MARKER = "<!-- runnable:"
-BLOCK = re.compile(r"^(<!-- runnable:[^\n]*-->\n)?```(\w+)\n(.*?)^```", re.S | re.M)
-
-
-# a failing line must not leave the example's detached server behind (it is killed by pid)
-STOP_DETACHED = 'trap \'[ -n "${pid:-}" ] && kill "$pid" 2>/dev/null || true\' EXIT\n'
-
-
-def runnable_blocks() -> list[tuple[int, str, str]]:
-    """(line, language, code) of every block marked runnable."""
-    out = []
-    for m in BLOCK.finditer(README):
-        if m.group(1):
-            out.append((README[: m.start()].count("\n") + 2, m.group(2), m.group(3)))
-    return out
-
+PACKAGE = REPO / "mcpsync"
 
 # Where the README, docs/ and notebooks/README.md send a reader for the tests of a feature.
 TEST_PATH = re.compile(r"\btests/[\w/]*?test_\w+\.py")
 DOCS = [REPO / "README.md", REPO / "notebooks" / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+
+
+def test_the_two_first_commands_open_the_readme():
+    first = re.search(r"```bash\n(.*?)```", README, re.S)
+    assert first and README.index(first.group(0)) < README.index("\n## "), "the commands come first"
+    commands = [line.split("#")[0].split() for line in first.group(1).splitlines()]
+    assert commands[0] == ["bash", "scripts/demo"], commands
+    assert commands[1] == ["bash", "scripts/test"], commands
+    for argv in commands:
+        assert (REPO / argv[1]).is_file(), f"README's first commands name {argv[1]}, not there"
 
 
 def test_the_test_files_the_docs_name_exist():
@@ -58,26 +50,27 @@ def test_readme_quickstart_runs(no_leaks, capsys):
     assert "echo" in out and "hi" in out
 
 
-def test_marked_blocks_are_found():
-    blocks = runnable_blocks()
-    assert len(blocks) >= 2, "the README's runnable markers went missing"
-    assert all(lang in ("python", "bash") for _, lang, _ in blocks), blocks
-    assert README.count(MARKER) == len(blocks), "a marker that is not right before a fence"
+def _drawing() -> str:
+    page = (REPO / "docs" / "development.md").read_text(encoding="utf-8")
+    section = page.split("## The package tree", 1)[1]
+    drawing = re.search(r"```text\n(mcpsync/\n.*?)```", section, re.S)
+    assert drawing, "docs/development.md lost the package tree drawing"
+    return drawing.group(1)
 
 
-@pytest.mark.parametrize(
-    "line,lang,code", runnable_blocks(), ids=[f"line{b[0]}" for b in runnable_blocks()]
-)
-def test_runnable_block(line: int, lang: str, code: str):
-    env = {
-        **os.environ,
-        "PATH": str(pathlib.Path(sys.executable).parent) + os.pathsep + os.environ["PATH"],
+def test_the_package_tree_drawing_matches_the_package():
+    drawing = _drawing()
+    names = set(re.findall(r"(?<![\w./])(\w+(?:\.py|/))(?!\w)", drawing))
+    packages = {p.name + "/" for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()}
+    modules = {
+        p.name
+        for p in PACKAGE.glob("*.py")
+        if not p.name.startswith("_") or p.name == "__init__.py"
     }
-    argv = (
-        [sys.executable, "-c", code]
-        if lang == "python"
-        else ["bash", "-euo", "pipefail", "-c", STOP_DETACHED + code]
-    )
-    p = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=REPO, env=env)
-    assert p.returncode == 0, f"README.md line {line} ({lang}) failed:\n{p.stdout}\n{p.stderr}"
-    assert "Traceback" not in p.stderr, p.stderr
+    missing = sorted((packages | modules) - names)
+    assert not missing, f"docs/development.md's tree drawing lacks {missing}"
+    anywhere = {p.name + "/" for p in PACKAGE.rglob("*") if p.is_dir()} | {
+        p.name for p in PACKAGE.rglob("*.py")
+    }
+    invented = sorted(n for n in names - anywhere if n != "mcpsync/")
+    assert not invented, f"docs/development.md's tree drawing names what is not there: {invented}"

@@ -4,7 +4,7 @@
 call time), ``Popen`` is captured (``spawn._popen``), the kernel32 layer is a recording
 fake, and the POSIX-only names (``signal.SIGKILL``, ``os.killpg``) are removed so any use
 of them on the Windows path fails the test. Nothing here runs a Windows process: see
-README.md's reliability section for what is tested where.
+docs/guarantees.md's reliability section for what is tested where.
 """
 
 from __future__ import annotations

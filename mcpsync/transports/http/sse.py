@@ -10,8 +10,8 @@ dispatched; ``retry`` sets the reconnection delay, likewise; an event without an
 line is not dispatched, one with an empty ``data`` line is (with empty data; callers skip
 it), such as the "priming" event MCP servers send (``id: x`` + ``data:``).
 
-Why not sseclient-py (1.9.0; measured by ``benchmarks/sse_parsers.py``, figures in README
-"Dependencies"): it does dispatch the priming event, with its id, but it reports ``id`` and
+Why not sseclient-py (1.9.0; measured by ``benchmarks/sse_parsers.py``, figures in
+docs/development.md "Dependencies"): it does dispatch the priming event, with its id, but it reports ``id`` and
 ``retry`` only on dispatched events, so a ``retry``-only or ``id``-only event is lost; it
 ends an event only on LF LF, CR CR or CRLF CRLF, so a blank line whose ending differs from
 the line before it (``data: a`` LF, then CRLF) merges two events into one;
