@@ -74,7 +74,7 @@ def carried(fn: Callable[..., T]) -> Carried[T]:
     """``fn`` with the caller's trace context as W3C strings, for another process (a process
     pool, a Dask worker). OpenTelemetry is used only if the program imported it already."""
     carrier: dict[str, str] = {}
-    if "opentelemetry.propagate" in sys.modules:  # a context exists only if it was imported
+    if "opentelemetry.context" in sys.modules:  # a context exists only if it was imported
         from opentelemetry import propagate
 
         propagate.inject(carrier)
