@@ -49,6 +49,7 @@ RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
         "test_telemetry_memory.py::test_carried_takes_the_context_to_another_process",
         ("real_server",),
     ),
+    ("test_telemetry_docs.py", ("real_server",)),
     ("test_telemetry_real.py", ("real_server",)),
     ("test_apps_browser.py", ("browser", "real_server")),
     ("test_apps_real.py", ("browser", "real_server")),

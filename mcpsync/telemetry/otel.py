@@ -42,6 +42,10 @@ SCOPE = "mcpsync"
 BUCKETS = [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300]
 #: seconds between two looks at the global providers while they are the API's own
 _RECHECK = 0.5
+#: messages between two looks at the clock while no provider is live
+_COUNTDOWN = 16
+#: the current OpenTelemetry context (empty: nothing to propagate)
+_current = otel_context.get_current
 _TRACEPARENT = re.compile(
     r"(?!ff)[0-9a-f]{2}-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}"
 )
@@ -132,13 +136,16 @@ def _inject(params: dict[str, Any] | None, carrier: dict[str, str]) -> dict[str,
 class _Ending:
     """The ``Finish`` of one request: ends its span, records its duration (once)."""
 
-    __slots__ = ("owner", "span", "attrs", "started", "tool")
+    __slots__ = ("owner", "span", "attrs", "started", "tool", "metering")
 
-    def __init__(self, owner: OtelInstrument, span: Any, attrs: dict[str, Any], tool: bool) -> None:
+    def __init__(
+        self, owner: OtelInstrument, span: Any, attrs: dict[str, Any], tool: bool, metering: bool
+    ) -> None:
         self.owner = owner
         self.span = span
-        self.attrs = attrs
+        self.attrs = attrs  # the metric's (the span has its own)
         self.tool = tool
+        self.metering = metering
         self.started = time.perf_counter()
 
     def __call__(self, value: Any, error: BaseException | None) -> None:
@@ -159,14 +166,8 @@ class _Ending:
             if owner.capture_content and self.tool and error is None:
                 span.set_attribute("gen_ai.tool.call.result", _json(value))
             span.end()
-        if owner.metering():
-            for key in _SPAN_ONLY:
-                attrs.pop(key, None)
+        if self.metering:
             owner.operation_duration.record(seconds, attrs)
-
-
-#: span attributes that are not the operation metric's (high cardinality)
-_SPAN_ONLY = ("jsonrpc.request.id", "mcp.session.id")
 
 
 def _json(value: Any) -> str:
@@ -224,6 +225,11 @@ class OtelInstrument:
             self._metering = not _api_only(options.meter_provider)
         self._next_look = 0.0
         self._global = (False, False)
+        #: neither provider live as of the last look: messages skip everything but the
+        #: context check until ``_countdown`` reaches 0 (then ``_live`` looks again)
+        self._asleep = False
+        self._countdown = 0
+        self._live()
         #: attributes every span and metric of the session carries
         self.common: dict[str, Any] = {}
         self._session_id: Callable[[], str | None] = lambda: None
@@ -233,49 +239,54 @@ class OtelInstrument:
     # -- which providers are live --------------------------------------------------------
 
     def _live(self) -> tuple[bool, bool]:
+        """(tracing, metering): an SDK (or any non-API provider) behind each. The global
+        providers are looked at again every ``_RECHECK`` s while they are the API's own
+        (an application may configure its SDK after connecting); once one is found, it stays
+        (a global provider is set once)."""
         tracing, metering = self._tracing, self._metering
         if tracing is not None and metering is not None:
             return tracing, metering
         now = time.monotonic()
         if now >= self._next_look:
             self._next_look = now + _RECHECK
-            found_t = not _api_only(trace.get_tracer_provider())
-            found_m = not _api_only(metrics.get_meter_provider())
-            self._global = (found_t, found_m)
-            if found_t and self._tracing is None:  # a global provider is set once
-                self._tracing = True
-            if found_m and self._metering is None:
-                self._metering = True
-        return (
+            self._global = (
+                not _api_only(trace.get_tracer_provider()),
+                not _api_only(metrics.get_meter_provider()),
+            )
+        found = (
             self._global[0] if tracing is None else tracing,
             self._global[1] if metering is None else metering,
         )
+        if tracing is None and found[0]:
+            self._tracing = True
+        if metering is None and found[1]:
+            self._metering = True
+        self._asleep = not (found[0] or found[1])
+        self._countdown = _COUNTDOWN
+        return found
 
     def metering(self) -> bool:
         return self._live()[1]
 
     # -- requests and notifications --------------------------------------------------------
 
-    def request(
-        self, method: str, rid: int, params: dict[str, Any] | None
-    ) -> tuple[dict[str, Any] | None, _Ending | None]:
-        return self._start(method, rid, params)
-
     def notification(
         self, method: str, params: dict[str, Any] | None
     ) -> tuple[dict[str, Any] | None, _Ending | None]:
-        return self._start(method, None, params)
+        return self.request(method, None, params)
 
-    def _start(
+    def request(
         self, method: str, rid: int | None, params: dict[str, Any] | None
     ) -> tuple[dict[str, Any] | None, _Ending | None]:
+        if self._asleep:  # no SDK (as of the last look, at most _COUNTDOWN messages ago)
+            self._countdown -= 1
+            if self._countdown > 0 or not any(self._live()):
+                if not _current():  # nothing to carry (the common case)
+                    return params, None
+                carrier: dict[str, str] = {}
+                propagate.inject(carrier)
+                return _inject(params, carrier), None
         tracing, metering = self._live()
-        if not tracing and not metering:
-            if not otel_context.get_current():  # nothing to carry (the common case)
-                return params, None
-            carrier: dict[str, str] = {}
-            propagate.inject(carrier)
-            return _inject(params, carrier), None
         attrs = dict(self.common)
         attrs["mcp.method.name"] = method
         name = _target(method, params, attrs)
@@ -283,7 +294,7 @@ class OtelInstrument:
             version = params.get("protocolVersion")
             if isinstance(version, str):
                 attrs["mcp.protocol.version"] = version
-        metric_attrs = dict(attrs)
+        metric_attrs = dict(attrs) if metering else attrs
         if rid is not None:
             attrs["jsonrpc.request.id"] = str(rid)
         session_id = self._session_id()
@@ -299,7 +310,7 @@ class OtelInstrument:
             propagate.inject(carrier, context=trace.set_span_in_context(span))
         elif otel_context.get_current():
             propagate.inject(carrier)
-        return _inject(params, carrier), _Ending(self, span, metric_attrs, tool)
+        return _inject(params, carrier), _Ending(self, span, metric_attrs, tool, metering)
 
     # -- the server's requests -----------------------------------------------------------
 
@@ -339,7 +350,8 @@ class OtelInstrument:
         return self._tracer.start_as_current_span(name, attributes=self.common)
 
     def bind(self, kind: str, url: str | None, session_id: Callable[[], str | None]) -> None:
-        common: dict[str, Any] = {}
+        # the session's name (a Host's entry name): for stdio servers the only one they have
+        common: dict[str, Any] = {"mcpsync.server.name": self.name}
         if kind == "stdio":
             common["network.transport"] = "pipe"
         elif url is not None:

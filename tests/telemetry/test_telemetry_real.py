@@ -38,6 +38,7 @@ def check_call(otel: Recorded, s: mcpsync.Session, caller: Any, transport: str) 
     assert attrs["mcp.protocol.version"] == s.protocol_version
     assert int(attrs["jsonrpc.request.id"]) > 0
     assert attrs["network.transport"] == transport
+    assert attrs["mcpsync.server.name"] == s.name
     if transport == "tcp":
         assert attrs["network.protocol.name"] == "http"
         assert attrs["network.protocol.version"] == "1.1"
