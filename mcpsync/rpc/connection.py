@@ -53,6 +53,7 @@ from _thread import get_ident
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
 from concurrent.futures import wait as futures_wait
+from contextvars import copy_context
 from typing import Any
 
 from .. import jsonrpc
@@ -335,7 +336,9 @@ class Connection:
             if call.deadline < TIMER.next_wake:  # (else the timer looks by then anyway)
                 TIMER.schedule(call.deadline)
         if later:
-            send_later(self, call, message, timeout, headers)
+            # with telemetry the send runs in the caller's context (OAuth spans, say)
+            context = copy_context() if self.instrument is not None else None
+            send_later(self, call, message, timeout, headers, context)
             return call
         try:
             if not headers:  # (else Mcp-Param-* headers, for transports that take them: HTTP)

@@ -17,7 +17,9 @@ True
 from __future__ import annotations
 
 import logging
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextvars import ContextVar
 from typing import Any
 
 from .carry import Carried, carried, carry
@@ -34,6 +36,7 @@ __all__ = [
     "connecting",
     "make",
     "phase",
+    "step",
 ]
 
 log = logging.getLogger("mcpsync.telemetry")
@@ -66,9 +69,33 @@ def make(
     return OtelInstrument(options, name)
 
 
-def connecting(instrument: Instrument | None, name: str) -> AbstractContextManager[None]:
-    """The ``connect`` span a session's bring-up runs in (nothing without an instrument)."""
-    return nullcontext() if instrument is None else instrument.connecting(name)
+#: the span maker of the bring-up under way in this context (``connecting``), for ``step``
+_STEPS: ContextVar[Callable[[str], AbstractContextManager[None]] | None] = ContextVar(
+    "mcpsync_bringup_steps", default=None
+)
+
+
+@contextmanager
+def connecting(instrument: Instrument | None, name: str) -> Iterator[None]:
+    """The ``connect`` span a session's bring-up runs in (nothing without an instrument);
+    inside it, ``step`` makes spans of that session's tracer."""
+    if instrument is None:
+        yield
+        return
+    token = _STEPS.set(instrument.phase)
+    try:
+        with instrument.connecting(name):
+            yield
+    finally:
+        _STEPS.reset(token)
+
+
+def step(name: str) -> AbstractContextManager[None]:
+    """A span for one step of the bring-up under way in this thread (OAuth: ``auth``,
+    ``discovery``, ``registration``, ``token``), under its ``connect`` span; nothing outside
+    a bring-up or without telemetry (a token refreshed later, in a call, makes none)."""
+    phase = _STEPS.get()
+    return nullcontext() if phase is None else phase(name)
 
 
 def phase(instrument: Instrument | None, name: str) -> AbstractContextManager[None]:

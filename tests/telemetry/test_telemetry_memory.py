@@ -5,6 +5,7 @@ passed to ``connect`` (never the global ones, which would leak across tests)."""
 
 from __future__ import annotations
 
+import json
 import logging
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from typing import Any
@@ -248,3 +249,21 @@ def test_carried_takes_the_context_to_another_process(otel):
         job = carried(_current_trace_id)
     with ProcessPoolExecutor(1) as pool:
         assert pool.submit(job).result(timeout=60) == caller.get_span_context().trace_id
+
+
+def test_an_adapters_dispatch_keeps_the_callers_context(otel):
+    from mcpsync import adapters
+
+    server = tools_server()
+    schema = {"type": "object", "properties": {"message": {"type": "string"}}}
+    server.handlers["tools/list"] = lambda m: {"tools": [{"name": "echo", "inputSchema": schema}]}
+    calls = [{"id": f"c{i}", "type": "function",
+              "function": {"name": "echo", "arguments": json.dumps({"message": f"m{i}"})}}
+             for i in range(3)]  # fmt: skip
+    with connect(server, otel) as s, otel.tracer.start_as_current_span("model turn") as turn:
+        adapters.to_openai(s)
+        out = adapters.dispatch(s, {"role": "assistant", "content": None, "tool_calls": calls})
+    assert [m["tool_call_id"] for m in out] == ["c0", "c1", "c2"]
+    spans = otel.spans("tools/call echo")
+    assert len(spans) == 3
+    assert {sp.parent.span_id for sp in spans} == {turn.get_span_context().span_id}

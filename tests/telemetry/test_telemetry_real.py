@@ -204,3 +204,19 @@ def test_without_opentelemetry_nothing_is_imported(code):
                          capture_output=True, text=True, timeout=120)  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_an_oauth_bring_up_shows_its_steps_under_connect(otel):
+    from mcpsync.auth import OAuth
+
+    with DemoHTTPServer(auth=True, clients={"svc": "s3cret"}) as server:
+        auth = OAuth.client_credentials("svc", "s3cret")
+        with mcpsync.Session.connect(server.url, auth=auth, **otel.providers) as s:
+            s.call_tool("echo", {"message": "m2m"})
+    connect, handshake = otel.span("connect"), otel.span("handshake")
+    auth_span = otel.span("auth")
+    assert handshake.parent.span_id == connect.context.span_id
+    assert auth_span.parent.span_id == handshake.context.span_id
+    assert otel.span("discovery").parent.span_id == auth_span.context.span_id
+    assert otel.span("token").parent.span_id == auth_span.context.span_id
+    assert handshake.attributes["mcpsync.phase.auth"] > 0
