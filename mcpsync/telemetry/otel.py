@@ -25,7 +25,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from opentelemetry import context as otel_context
-from opentelemetry import metrics, propagate, trace
+from opentelemetry import metrics, trace
 from opentelemetry.trace import SpanKind, StatusCode
 
 from .._version import __version__
@@ -50,6 +50,14 @@ _TRACEPARENT = re.compile(
     r"(?!ff)[0-9a-f]{2}-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}"
 )
 _TRACE_KEYS = ("traceparent", "tracestate", "baggage")
+
+
+def _propagator() -> Any:
+    """The configured propagators (``opentelemetry.propagate``, imported on first use: its
+    import reads entry points, a cost the common case, no SDK and no context, never pays)."""
+    from opentelemetry import propagate
+
+    return propagate
 
 
 def _api_only(provider: Any) -> bool:
@@ -91,7 +99,7 @@ def extract(meta: Any) -> Any:
         log.debug("mcpsync: ignoring a malformed traceparent in _meta: %.80r", parent)
         carrier.pop("traceparent")
         carrier.pop("tracestate", None)
-    return propagate.extract(carrier) if carrier else None
+    return _propagator().extract(carrier) if carrier else None
 
 
 def _target(method: str, params: dict[str, Any] | None, attrs: dict[str, Any]) -> str:
@@ -284,7 +292,7 @@ class OtelInstrument:
                 if not _current():  # nothing to carry (the common case)
                     return params, None
                 carrier: dict[str, str] = {}
-                propagate.inject(carrier)
+                _propagator().inject(carrier)
                 return _inject(params, carrier), None
         tracing, metering = self._live()
         attrs = dict(self.common)
@@ -307,9 +315,9 @@ class OtelInstrument:
         carrier = {}
         if tracing:
             span = self._tracer.start_span(name, kind=SpanKind.CLIENT, attributes=attrs)
-            propagate.inject(carrier, context=trace.set_span_in_context(span))
+            _propagator().inject(carrier, context=trace.set_span_in_context(span))
         elif otel_context.get_current():
-            propagate.inject(carrier)
+            _propagator().inject(carrier)
         return _inject(params, carrier), _Ending(self, span, metric_attrs, tool, metering)
 
     # -- the server's requests -----------------------------------------------------------

@@ -4,6 +4,7 @@ eras; a Host with two servers; the smoke runner; without OpenTelemetry at all.""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -11,7 +12,7 @@ from typing import Any
 
 import pytest
 from opentelemetry.trace import SpanKind
-from servers.launch import demo_argv, sdk_server_http, sdk_stdio_argv
+from servers.launch import demo_argv, sdk_server_http, sdk_server_sse, sdk_stdio_argv
 from test_telemetry_memory import Recorded, names
 
 import mcpsync
@@ -75,11 +76,27 @@ def test_streamable_http(otel, era):
                 assert otel.span("tools/call echo").attributes["mcp.session.id"]
 
 
-@pytest.mark.parametrize("era", ["legacy", "modern"])
-def test_an_sdk_server_receives_a_traceparent_naming_the_client_span(otel, era):
-    with sdk_server_http() as server, otel.tracer.start_as_current_span("caller"):
-        with mcpsync.Session.connect(server.url, era=era, **otel.providers) as s:
-            got = json.loads(s.call_tool("lookup_meta", {}).content[0].text)
+PEERS = {
+    "stdio-legacy": (sdk_stdio_argv, "legacy"),
+    "stdio-modern": (sdk_stdio_argv, "modern"),
+    "http-legacy": (sdk_server_http, "legacy"),
+    "http-modern": (sdk_server_http, "modern"),
+    "sse-legacy": (sdk_server_sse, "legacy"),  # legacy HTTP+SSE carries no other era
+}
+
+
+@pytest.mark.parametrize("peer", list(PEERS))
+def test_an_sdk_server_receives_a_traceparent_naming_the_client_span(otel, peer):
+    start, era = PEERS[peer]
+    with contextlib.ExitStack() as stack:
+        if start is sdk_stdio_argv:
+            target = start()
+        else:
+            target = stack.enter_context(start()).url
+        with otel.tracer.start_as_current_span("caller"):
+            with mcpsync.Session.connect(target, era=era, **otel.providers) as s:
+                assert s.era == era
+                got = json.loads(s.call_tool("lookup_meta", {}).content[0].text)
     span = otel.span("tools/call lookup_meta")
     assert names(span, got["traceparent"])
 
