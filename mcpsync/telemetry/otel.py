@@ -345,7 +345,6 @@ class OtelInstrument:
     # -- the bring-up and the session ------------------------------------------------------
 
     def connecting(self, name: str) -> Any:
-        self._started = time.perf_counter()
         if not self._live()[0]:
             return nullcontext()
         return self._tracer.start_as_current_span(

@@ -267,3 +267,23 @@ def test_an_adapters_dispatch_keeps_the_callers_context(otel):
     spans = otel.spans("tools/call echo")
     assert len(spans) == 3
     assert {sp.parent.span_id for sp in spans} == {turn.get_span_context().span_id}
+
+
+def test_a_restart_brings_the_session_up_in_a_connect_span_of_its_own(otel):
+    from test_restart import Fakes, Restarts
+
+    from mcpsync import RestartPolicy
+    from mcpsync.protocol.choose import Caches
+
+    fakes, seen = Fakes(), Restarts()
+    policy = RestartPolicy(make_transport=fakes, backoff=0.0, on_restart=seen)
+    with mcpsync.Session.connect(fakes(), restart=policy, timeout=10, connect_timeout=5,
+                                 _caches=Caches(), era="legacy", **otel.providers):  # fmt: skip
+        fakes.crash()
+        seen.wait()
+    first, second = otel.spans("connect")
+    assert second.start_time > first.end_time
+    (handshake,) = otel.spans("handshake")  # connect()'s phases
+    first_init, second_init = otel.spans("initialize")
+    assert first_init.parent.span_id == handshake.context.span_id
+    assert second_init.parent.span_id == second.context.span_id  # the restart's
