@@ -92,6 +92,8 @@ def extract(meta: Any) -> Any:
     if not isinstance(meta, dict):
         return None
     carrier = {k: v for k in _TRACE_KEYS if isinstance(v := meta.get(k), str)}
+    if "traceparent" in meta and "traceparent" not in carrier:
+        log.debug("mcpsync: ignoring a malformed traceparent in _meta: %.80r", meta["traceparent"])
     if not carrier:
         return None
     parent = carrier.get("traceparent")

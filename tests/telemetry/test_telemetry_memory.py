@@ -154,6 +154,10 @@ def test_errors_are_mapped(otel):
         assert s.call_tool("fails", {}).is_error
         with pytest.raises(RequestTimeout):
             s.call_tool("silent", {}, timeout=0.2)
+        future = s.submit_call_tool("silent", {"n": 2})
+        while server.expect("tools/call")["params"].get("arguments") != {"n": 2}:
+            pass  # (the earlier calls' requests)
+        assert future.cancel()
     boom = otel.span("tools/call boom")
     assert boom.status.status_code is StatusCode.ERROR
     assert boom.attributes["error.type"] == "-32602"
@@ -161,8 +165,9 @@ def test_errors_are_mapped(otel):
     fails = otel.span("tools/call fails")
     assert fails.status.status_code is StatusCode.ERROR
     assert fails.attributes["error.type"] == "tool_error"
-    silent = otel.span("tools/call silent")
+    silent, cancelled = otel.spans("tools/call silent")
     assert silent.attributes["error.type"] == "timeout"
+    assert cancelled.attributes["error.type"] == "cancelled"
     assert silent.status.status_code is StatusCode.ERROR
     by_tool = {
         p.attributes.get("gen_ai.tool.name"): p
@@ -170,7 +175,9 @@ def test_errors_are_mapped(otel):
     }
     assert by_tool["boom"].attributes["error.type"] == "-32602"
     assert by_tool["fails"].attributes["error.type"] == "tool_error"
-    assert by_tool["silent"].attributes["error.type"] == "timeout"
+    silent_points = [p for p in otel.points("mcp.client.operation.duration")
+                     if p.attributes.get("gen_ai.tool.name") == "silent"]  # fmt: skip
+    assert {p.attributes["error.type"] for p in silent_points} == {"timeout", "cancelled"}
     assert "jsonrpc.request.id" not in by_tool["boom"].attributes  # span-only
     (session,) = otel.points("mcp.client.session.duration")
     assert session.count == 1 and session.attributes["mcp.protocol.version"] == "2025-11-25"
@@ -217,16 +224,18 @@ def test_server_requests_run_in_a_server_span_parented_on_their_meta(otel, caplo
         assert reply["result"]["roots"][0]["uri"] == "file:///tmp"
         with caplog.at_level(logging.DEBUG, logger="mcpsync.telemetry"):
             bad = server.request("roots/list", {"_meta": {"traceparent": "00-zz-not-a-parent"}})
-        assert "result" in bad  # answered as usual
+            worse = server.request("roots/list", {"_meta": {"traceparent": 7, "tracestate": []}})
+        assert "result" in bad and "result" in worse  # answered as usual
         assert not s.closed
-    good, malformed = otel.spans("roots/list")
+    good, malformed, wrong_type = otel.spans("roots/list")
     assert good.kind is SpanKind.SERVER
     assert good.parent is not None and good.parent.is_remote
     assert f"{good.context.trace_id:032x}" == "4bf92f3577b34da6a3ce929d0e0e4736"
     assert good.parent.span_id == 0x00F067AA0BA902B7
     assert good.attributes["mcp.method.name"] == "roots/list"
     assert malformed.parent is None  # a new trace: the malformed parent was ignored
-    assert "malformed traceparent" in caplog.text
+    assert wrong_type.parent is None
+    assert caplog.text.count("malformed traceparent") == 2
 
 
 def test_submit_futures_and_threads_keep_the_callers_context(otel):
@@ -287,3 +296,13 @@ def test_a_restart_brings_the_session_up_in_a_connect_span_of_its_own(otel):
     first_init, second_init = otel.spans("initialize")
     assert first_init.parent.span_id == handshake.context.span_id
     assert second_init.parent.span_id == second.context.span_id  # the restart's
+
+
+def test_the_docstring_examples_run():
+    import doctest
+    import importlib
+
+    for name in ("mcpsync.telemetry", "mcpsync.telemetry.carry", "mcpsync.telemetry.instrument"):
+        module = importlib.import_module(name)
+        failed, tried = doctest.testmod(module)
+        assert tried and not failed, module.__name__
