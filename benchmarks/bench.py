@@ -2,7 +2,7 @@
 
 Run::
 
-    .venv/bin/python benchmarks/bench.py [--quick] [--json out.json] [--only stdio|http|threads|otel]
+    .venv/bin/python benchmarks/bench.py [--quick] [--json out.json] [--only stdio|http|threads|replay|otel]
                                          [--http-server stdlib|sdk] [--rounds N] [--profile stdio|http]
 
 Owns: the benchmark. Every client runs its whole workload in its own subprocess (this file
@@ -870,8 +870,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--only",
-        choices=("stdio", "http", "threads", "otel"),
+        choices=("stdio", "http", "threads", "replay", "otel"),
         help="run one part only (threads: 8 threads on one session, shared_session.py; "
+        "replay: a recorded session vs live, replay_bench.py; "
         "otel: what OpenTelemetry costs, otel_bench.py)",
     )
     parser.add_argument(
@@ -937,6 +938,13 @@ def main(argv: list[str] | None = None) -> int:
         shared = shared_session.run_all(args.rounds, 0.8 if args.quick else 1.5)
         report["threads"] = shared
         output += ["", shared_session.render(shared)]
+
+    if args.only in (None, "replay"):  # a replayed session vs the live demo server
+        import replay_bench
+
+        replayed = replay_bench.measure(args.rounds, 0.6 if args.quick else 1.0)
+        report["replay"] = replayed
+        output += ["", replay_bench.render(replayed)]
 
     report["uptime_after"] = _uptime()
     report["elapsed_s"] = _now() - started

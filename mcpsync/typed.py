@@ -160,12 +160,22 @@ def warm() -> None:
         _build_warm()
 
 
+_schema_warmed = threading.Event()
+
+
+def schema_warm() -> bool:
+    """True once ``warm_schema()`` has run."""
+    return _schema_warmed.is_set()
+
+
 def warm_schema() -> None:
-    """Import ``jsonschema`` for the ``outputSchema`` check (about 0.05 s the first time):
-    done when a tool list declares an output schema, before a result can need it."""
+    """Import ``jsonschema`` for the ``outputSchema`` check (0.05 s the first time, more on
+    a busy machine): done in the caller's thread when ``list_tools()`` first returns a tool
+    with an output schema, before a result can need it."""
     import jsonschema
 
     jsonschema.validate({}, {"type": "object"})
+    _schema_warmed.set()
 
 
 def _tagged_content(model: Any) -> Callable[[Any], Any] | None:

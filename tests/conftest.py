@@ -9,6 +9,7 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
 
 import psutil
 import pytest
@@ -67,8 +68,14 @@ def no_leaks():
         if not threads and not children:
             return
         time.sleep(0.05)
+    frames = sys._current_frames()
+    stacks = "".join(
+        f"\n--- {t.name}:\n" + "".join(traceback.format_stack(frames[t.ident]))
+        for t in threads
+        if t.ident in frames
+    )
     raise AssertionError(
-        f"left behind: threads {[t.name for t in threads]}, child processes {children}"
+        f"left behind: threads {[t.name for t in threads]}, child processes {children}{stacks}"
     )
 
 

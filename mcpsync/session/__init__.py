@@ -556,9 +556,7 @@ class Session:
 
         def remember(f: Future[Any]) -> None:
             if not f.cancelled() and f.exception() is None:
-                self._tools.remember(tools := f.result())
-                if any(t.output_schema for t in tools):
-                    _typed.warm_schema()  # before a result can need the check
+                self._tools.remember(f.result())
 
         future.add_done_callback(remember)
         if self._tool_filter is not None:
@@ -578,8 +576,15 @@ class Session:
             self._era.invalidate("tools/list")
         cached = self._era.cached("tools/list")  # legacy: the last list; modern: hint cache
         if cached is not None:
-            return self._visible_tools(cached)
-        return list(self._wait(self.submit_list_tools(timeout=timeout)))
+            tools = self._visible_tools(cached)
+        else:
+            tools = list(self._wait(self.submit_list_tools(timeout=timeout)))
+        if not _typed.schema_warm() and any(t.output_schema for t in tools):
+            # in the caller's thread, before a result can need the check: never in the
+            # callback above, which runs where the reply arrived (a transport's or sender's
+            # thread, whose close() would wait for a slow first import)
+            _typed.warm_schema()
+        return tools
 
     def _tool_call(
         self,

@@ -167,6 +167,21 @@ def test_live_server_everything_over_stdio(tmp_path):
     _same_after_replay(path, recorded, "auto", MISSING, plan="basic")
 
 
+def test_live_server_everything_over_streamable_http(tmp_path):
+    from servers.launch import everything_http, have_everything
+
+    if not have_everything():
+        pytest.skip("npm peers not installed (tests/node)")
+    path = tmp_path / "everything-http.jsonl"
+    with everything_http() as server:
+        url = server.url
+        recorded = _use(path, "once", url, "auto", plan="basic")
+    assert recorded["server"] == "mcp-servers/everything" and "echo" in recorded["tools"]
+    assert "hi" in recorded["echo"]
+    assert json.loads(path.read_text().splitlines()[0])["transport"] == "streamable-http"
+    _same_after_replay(path, recorded, "auto", url, plan="basic")  # the server is gone
+
+
 def test_live_modes_all_and_new_episodes(tmp_path, no_leaks):
     path = tmp_path / "c.jsonl"
     with mcpsync.connect(DEMO, cassette=Cassette(path, mode="all")) as s:
@@ -293,6 +308,21 @@ def test_replay_answers_in_any_order_and_repeats(tmp_path, no_leaks):
         assert s.call_tool("echo", {"message": "a"}).content[0].text == "A"  # played again
 
 
+def test_a_cassette_replays_after_the_client_changed(tmp_path, no_leaks):
+    """Recorded by an older client (another protocol version asked for, other capabilities):
+    the handshake still matches, and the session takes the recorded answer's version."""
+    lines = _legacy_lines()
+    old = {"protocolVersion": "2025-03-26", "capabilities": {"roots": {"listChanged": True}},
+           "clientInfo": {"name": "mcpsync", "version": "0.0.1"}}  # fmt: skip
+    lines[0] = _line(1, "client", {"id": 1, "method": "initialize", "params": old})
+    lines[1]["message"]["result"]["protocolVersion"] = "2025-03-26"
+    path = _write(tmp_path / "c.jsonl", lines)
+    with _replay(path, strict_order=True) as s:
+        assert s.protocol_version == "2025-03-26"
+        s.list_tools()
+        assert s.call_tool("echo", {"message": "a"}).content[0].text == "A"
+
+
 def test_mismatch_names_the_request_and_the_nearest(tmp_path, no_leaks):
     path = _write(tmp_path / "c.jsonl", _legacy_lines())
     with _replay(path) as s:
@@ -338,6 +368,29 @@ def test_replay_starts_no_thread_of_its_own(tmp_path, no_leaks):
         s.call_tool("echo", {"message": "a"})
         names = {t.name for t in threading.enumerate()} - before
     assert not [n for n in names if "cassette" in n or "reader" in n or "stdio" in n], names
+
+
+def test_a_recorded_refusal_is_replayed_at_once_as_the_same_error(tmp_path, no_leaks):
+    """A request the transport refused (an HTTP status, no JSON-RPC reply: a legacy server's
+    400 to the era probe) is refused again from the same send, never waited for."""
+    from mcpsync.errors import HTTPStatusError
+
+    refused = {"type": "HTTPStatusError", "text": "HTTP 400", "status": 400,
+               "url": "http://127.0.0.1:1/mcp", "body": "no session", "payload": None}  # fmt: skip
+    lines = _legacy_lines() + [
+        _line(5, "client", {"id": 5, "method": "tools/call",
+                            "params": {"name": "echo", "arguments": {"message": "x"}}}),
+        _line(5, "transport", {"id": 5, "refused": refused}),
+    ]  # fmt: skip
+    path = _write(tmp_path / "c.jsonl", lines)
+    with _replay(path, strict_order=False) as s:
+        with pytest.raises(HTTPStatusError) as caught:
+            s.call_tool("echo", {"message": "x"}, timeout=30)
+        assert caught.value.status == 400 and caught.value.body_excerpt == "no session"
+        assert s.call_tool("echo", {"message": "a"}).content[0].text == "A"  # still usable
+    bad = _write(tmp_path / "bad.jsonl", [*lines[:-1], _line(5, "transport", {"id": 5})])
+    with pytest.raises(CassetteError, match='line 12: a "transport" line needs'):
+        _replay(bad)
 
 
 @pytest.mark.parametrize(

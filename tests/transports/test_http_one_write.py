@@ -104,3 +104,27 @@ def test_a_large_body_is_sent_apart_and_arrives_whole(server):
         assert sends[0].endswith(b"\r\n\r\n")  # the headers alone first
     finally:
         pool.close()
+
+
+def test_a_close_while_connecting_sends_nothing_and_fails_at_once(server, monkeypatch):
+    """``close()`` shuts down the sockets of the requests under way; a connection still being
+    made has none yet. Its request must then not go out (it would wait for its reply until
+    the read timeout, uncut): the pool refuses it as soon as the connection is made."""
+    from mcpsync.transports.http import fastpool
+
+    pool = _FastPool(("http", *server), connect_timeout=5, verify=True, cert=None)
+    real_connect = fastpool._Conn.connect
+    sent: list[bytes] = []
+
+    def connect_while_closed(conn: Any) -> None:
+        pool.close()  # another thread's close() lands while this connect is under way
+        real_connect(conn)
+        conn.sock = _Counting(conn.sock)  # type: ignore[assignment]
+        sent.append(b"")  # connected
+        conn.sock.sends = sent  # type: ignore[attr-defined]
+
+    monkeypatch.setattr(fastpool._Conn, "connect", connect_while_closed)
+    with pytest.raises(ConnectionError, match="pool is closed"):
+        pool.urlopen("POST", "/mcp", {"Content-Type": "application/json"}, b"{}", read_timeout=60)
+    assert sent == [b""]  # connected, and not one byte of the request written
+    assert not pool._busy  # the connection was closed and let go

@@ -47,7 +47,8 @@ class Cassette:
 
     ``mode``: see the module docstring. ``match_on``: what a replayed request is compared
     by: names from ``("method", "params", "meta")`` (``params`` leaves out ``_meta``, the keys
-    the client adds, and a handshake's ``clientInfo``), or a function of the request message
+    the client adds, and what ``initialize`` says of the client: ``clientInfo``, the
+    ``protocolVersion`` it asks for, its ``capabilities``), or a function of the request message
     returning what to compare. ``strict_order``: requests must come in the recorded order.
     ``scrub(side, message)``: the message to write (changed as you like) or None to leave it
     out, called on every recorded message; ``secrets``: strings never written (replaced by

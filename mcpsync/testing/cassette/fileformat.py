@@ -9,7 +9,13 @@ Layout, one JSON object a line, keys sorted (a re-record shows a small diff)::
     {"features": {...}, "format": "mcpsync-cassette", "mcpsync": "...", "transport": "stdio", "version": 1}
     {"episode": 1, "from": "client", "message": {"id": 1, "jsonrpc": "2.0", "method": "initialize", ...}}
     {"episode": 1, "from": "server", "message": {"id": 1, "jsonrpc": "2.0", "result": {...}}}
+    {"episode": 2, "from": "transport", "message": {"id": 2, "refused": {"status": 400, "type": "HTTPStatusError", ...}}}
     ...
+
+A ``"transport"`` line is not a message: it records that the transport refused to carry
+the request of its episode (an HTTP status with no JSON-RPC reply, e.g. a legacy server's
+400 to ``server/discover``); a replay raises the same error from the same send
+(``refusal_of`` writes it, ``error_of`` reads it back).
     {"end": "mcpsync-cassette"}
 
 The last line marks a whole file: a cassette cut short (a partial copy) is refused rather
@@ -25,15 +31,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from ...errors import CassetteError
+from ...errors import CassetteError, HTTPStatusError, MCPSyncError, SessionExpired, TransportError
 
-__all__ = ["FORMAT", "VERSION", "Entry", "Header", "read", "write", "Side"]
+__all__ = [
+    "FORMAT",
+    "VERSION",
+    "Entry",
+    "Header",
+    "read",
+    "write",
+    "Side",
+    "refusal_of",
+    "error_of",
+]
 
 FORMAT = "mcpsync-cassette"
 VERSION = 1
 _END = {"end": FORMAT}
 
-Side = Literal["client", "server"]
+Side = Literal["client", "server", "transport"]
 
 
 @dataclass(frozen=True)
@@ -82,6 +98,29 @@ def write(path: str | os.PathLike[str], header: Header, entries: list[Entry]) ->
         except OSError:
             pass
         raise
+
+
+#: the errors a refusal is replayed as, by name (any other: a ``TransportError`` with its text)
+_REFUSALS: dict[str, type[TransportError]] = {"TransportError": TransportError,
+                                              "SessionExpired": SessionExpired}  # fmt: skip
+
+
+def refusal_of(request_id: Any, exc: MCPSyncError) -> dict[str, Any]:
+    """The message of a ``"transport"`` line: the request ``request_id`` was refused with ``exc``."""
+    refused: dict[str, Any] = {"type": type(exc).__name__, "text": str(exc)}
+    if isinstance(exc, HTTPStatusError):
+        refused.update(status=exc.status, url=exc.url, body=exc.body_excerpt, payload=exc.payload)
+    return {"id": request_id, "refused": refused}
+
+
+def error_of(message: dict[str, Any]) -> TransportError:
+    """The error a ``"transport"`` line's ``message`` (from ``refusal_of``) is replayed as."""
+    refused = message["refused"]
+    if "status" in refused:
+        return HTTPStatusError(refused["status"], str(refused.get("url", "")),
+                               str(refused.get("body", "")), payload=refused.get("payload"))  # fmt: skip
+    kind = _REFUSALS.get(str(refused.get("type")), TransportError)
+    return kind(str(refused.get("text", "refused")))
 
 
 def _bad(path: str, line: int, what: str) -> CassetteError:
@@ -153,13 +192,24 @@ def _header(path: str, number: int, row: Any) -> Header:
 def _entry(path: str, number: int, row: Any) -> Entry:
     if not isinstance(row, dict) or set(row) != {"episode", "from", "message"}:
         raise _bad(
-            path, number, 'expected {"episode": N, "from": "client"|"server", "message": {...}}'
+            path,
+            number,
+            'expected {"episode": N, "from": "client"|"server"|"transport", "message": {...}}',
         )
     episode, side, message = row["episode"], row["from"], row["message"]
     if type(episode) is not int or episode < 0:
         raise _bad(path, number, f'"episode" must be a whole number >= 0, not {episode!r}')
-    if side not in ("client", "server"):
-        raise _bad(path, number, f'"from" must be "client" or "server", not {side!r}')
+    if side not in ("client", "server", "transport"):
+        raise _bad(path, number, f'"from" must be "client", "server" or "transport", not {side!r}')
+    if side == "transport":
+        refused = message.get("refused") if isinstance(message, dict) else None
+        if (
+            not isinstance(refused, dict)
+            or "id" not in message
+            or ("status" in refused and type(refused["status"]) is not int)
+        ):
+            raise _bad(path, number, 'a "transport" line needs {"id": ..., "refused": {...}}')
+        return Entry(episode, side, message)
     if not isinstance(message, dict) or not ("method" in message or "id" in message):
         raise _bad(
             path, number, '"message" must be a JSON-RPC message (an object with a method or an id)'

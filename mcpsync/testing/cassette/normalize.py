@@ -42,8 +42,14 @@ Scrub = Callable[[Side, dict[str, Any]], "dict[str, Any] | None"]
 #: what requests are matched on: names from ``MATCH_PARTS``, or a function of the request
 MatchOn = Sequence[str] | Callable[[dict[str, Any]], Any]
 MATCH_PARTS = ("method", "params", "meta")
-#: params keys of the bring-up requests that name the client's version, not the request
-_HANDSHAKE = {"initialize": ("clientInfo",), "server/discover": ("clientInfo",)}
+#: params of the bring-up requests that describe the client, not what it asks: left out of
+#: the match, so that a cassette still replays after an upgrade of mcpsync (a newer protocol
+#: version asked for, another name) or a handler added (another capability); the recorded
+#: answer is what the session then negotiates with
+_HANDSHAKE = {
+    "initialize": ("clientInfo", "protocolVersion", "capabilities"),
+    "server/discover": ("clientInfo",),
+}
 
 
 def progress_placeholder(normalized_id: Any) -> str:
@@ -123,6 +129,12 @@ def normalize(
                 tokens[_key(meta["progressToken"])] = placeholder
                 meta["progressToken"] = placeholder
             where = episode
+        elif side == "transport":  # the transport refused our request (no answer came)
+            nid = client.get(message["id"])
+            message["id"] = nid
+            if nid in pending:
+                pending.remove(nid)
+            where = request_episode.get(nid, episode)
         elif side == "server" and method is None and has_id:  # the answer to our request
             nid = client.get(message["id"])
             message["id"] = nid
@@ -180,9 +192,11 @@ def _params(message: dict[str, Any], meta: bool) -> Any:
     params = message.get("params")
     if not isinstance(params, dict):
         return params
-    drop = set(_HANDSHAKE.get(str(message.get("method")), ()))
+    drop: tuple[str, ...] = _HANDSHAKE.get(str(message.get("method")), ())
     if not meta:
-        drop.add("_meta")
+        drop = (*drop, "_meta")
+    if not any(k in params for k in drop):
+        return params
     return {k: v for k, v in params.items() if k not in drop}
 
 
@@ -209,9 +223,12 @@ def match_key(message: dict[str, Any], match_on: MatchOn) -> Any:
     return tuple(parts)
 
 
+_ENCODER = json.JSONEncoder(sort_keys=True, ensure_ascii=False)  # made once: a key per request
+
+
 def _canonical(value: Any) -> Any:
     try:
-        return json.dumps(value, sort_keys=True, ensure_ascii=False)
+        return _ENCODER.encode(value)
     except (TypeError, ValueError):
         return repr(value)
 

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..._version import __version__
+from ...errors import MCPSyncError
 from ...runtime.lifecycle import forked
 from ...transports.base import Message, OnClose, OnError, OnMessage, Transport
 from . import fileformat
@@ -171,7 +172,12 @@ class RecordingTransport(Transport):
         headers: Mapping[str, str] | None = None,
     ) -> None:
         self.recorder.add("client", message)
-        self.inner.send(message, timeout=timeout, headers=headers)
+        try:
+            self.inner.send(message, timeout=timeout, headers=headers)
+        except MCPSyncError as exc:  # refused (an HTTP status, no reply): replayed as refused
+            if "method" in message and "id" in message:
+                self.recorder.add("transport", fileformat.refusal_of(message["id"], exc))
+            raise
 
     def close(self) -> None:
         self.inner.close()

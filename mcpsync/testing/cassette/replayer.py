@@ -25,7 +25,7 @@ from typing import Any
 
 from ...errors import CassetteMismatch, TransportError
 from ...transports.base import Features, Message, OnClose, OnError, OnMessage, Transport
-from .fileformat import Entry, Header
+from .fileformat import Entry, Header, error_of
 from .normalize import (
     MIN_SECRET,
     MatchOn,
@@ -222,6 +222,8 @@ class ReplayTransport(Transport):
         while playing.at < len(rest) and not self._closed:
             entry = rest[playing.at]
             playing.at += 1
+            if entry.side == "transport" and entry.message.get("id") == playing.recorded_id:
+                raise error_of(entry.message)  # refused as recorded, from this send
             if entry.side != "server":
                 continue  # the client's own messages: what the session sends again by itself
             message = dict(entry.message)

@@ -252,6 +252,8 @@ class _FastPool:
                     raise _ConnectTimeout() from exc
                 conn.kernel, conn.track = self._kernel, self._track
                 keep_alive(conn.sock)
+                if self.aborted:  # close() ran while connecting: it had no socket to shut down
+                    raise ConnectionError("the connection pool is closed")
             if conn.applied != read_timeout:
                 conn.apply_timeout(read_timeout)
             if on_conn is not None:
