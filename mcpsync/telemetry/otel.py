@@ -176,6 +176,10 @@ class _Ending:
             if owner.capture_content and self.tool and error is None:
                 span.set_attribute("gen_ai.tool.call.result", _json(value))
             span.end()
+        if attrs.get("mcp.method.name") == "initialize" and type(value) is dict:
+            version = value.get("protocolVersion")  # what follows (initialized) carries it
+            if isinstance(version, str):
+                owner.common = {**owner.common, "mcp.protocol.version": version}
         if self.metering:
             owner.operation_duration.record(seconds, attrs)
 

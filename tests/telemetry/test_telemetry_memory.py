@@ -128,6 +128,8 @@ def test_a_tool_call_is_a_client_span_child_of_the_callers_with_its_context_in_m
     assert init.parent.span_id == handshake.context.span_id
     assert handshake.parent.span_id == connect_span.context.span_id
     assert otel.span("transport").parent.span_id == connect_span.context.span_id
+    initialized = otel.span("notifications/initialized")
+    assert initialized.attributes["mcp.protocol.version"] == "2025-11-25"
 
 
 def test_prompt_resource_and_notification_spans(otel):

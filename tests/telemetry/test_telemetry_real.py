@@ -237,3 +237,34 @@ def test_an_oauth_bring_up_shows_its_steps_under_connect(otel):
     assert otel.span("discovery").parent.span_id == auth_span.context.span_id
     assert otel.span("token").parent.span_id == auth_span.context.span_id
     assert handshake.attributes["mcpsync.phase.auth"] > 0
+
+
+_LATER = """
+import sys, time
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+import mcpsync
+
+with mcpsync.Session.connect({argv!r}) as s:
+    s.call_tool("echo", {{"message": "before"}})  # no SDK yet: nothing recorded
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    trace.set_tracer_provider(provider)  # the application configures its SDK now
+    deadline = time.monotonic() + 30
+    calls = 0
+    while not exporter.get_finished_spans() and time.monotonic() < deadline:
+        s.call_tool("echo", {{"message": "after"}})
+        calls += 1
+    names = {{span.name for span in exporter.get_finished_spans()}}
+print(sorted(names), calls > 0)
+"""
+
+
+def test_a_global_provider_set_after_connect_is_used_from_then_on():
+    code = _LATER.format(argv=demo_argv())
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("]")[0] + "]" == "['tools/call echo']"
