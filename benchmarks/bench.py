@@ -2,7 +2,7 @@
 
 Run::
 
-    .venv/bin/python benchmarks/bench.py [--quick] [--json out.json] [--only stdio|http]
+    .venv/bin/python benchmarks/bench.py [--quick] [--json out.json] [--only stdio|http|threads|replay|otel]
                                          [--http-server stdlib|sdk] [--rounds N] [--profile stdio|http]
 
 Owns: the benchmark. Every client runs its whole workload in its own subprocess (this file
@@ -875,9 +875,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--only",
-        choices=("stdio", "http", "threads", "replay"),
+        choices=("stdio", "http", "threads", "replay", "otel"),
         help="run one part only (threads: 8 threads on one session, shared_session.py; "
-        "replay: a recorded session vs live, replay_bench.py)",
+        "replay: a recorded session vs live, replay_bench.py; "
+        "otel: what OpenTelemetry costs, otel_bench.py)",
     )
     parser.add_argument(
         "--http-server", choices=("stdlib", "sdk"), default="stdlib", help="the HTTP peer"
@@ -928,6 +929,13 @@ def main(argv: list[str] | None = None) -> int:
         output.append("")
         output.append(run_http(args, base, sizes, report))
         output += ["", run_auth(args, report)]  # OAuth vs no auth, one server (auth_bench.py)
+
+    if args.only in (None, "otel"):  # none vs API only vs SDK, stdio sequential (otel_bench.py)
+        import otel_bench
+
+        telemetry = otel_bench.measure(args.rounds, 0.6 if args.quick else 1.5)
+        report["otel"] = telemetry
+        output += ["", otel_bench.render(telemetry)]
 
     if args.only in (None, "threads"):  # 8 threads sharing one session (shared_session.py)
         import shared_session

@@ -45,6 +45,12 @@ RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_adapters_langchain.py", ("real_server",)),
     ("test_adapters_openai.py", ("real_server",)),
     ("test_apps.py", ("real_server",)),
+    (
+        "test_telemetry_memory.py::test_carried_takes_the_context_to_another_process",
+        ("real_server",),
+    ),
+    ("test_telemetry_docs.py", ("real_server",)),
+    ("test_telemetry_real.py", ("real_server",)),
     ("test_apps_browser.py", ("browser", "real_server")),
     ("test_apps_real.py", ("browser", "real_server")),
     ("test_auth_device.py::test_cancel_from_another_thread_ends_the_wait", ("timing",)),

@@ -39,6 +39,7 @@ from typing import Any
 import requests
 from requests.auth import AuthBase
 
+from .. import telemetry as _telemetry
 from ..errors import AuthError, AuthServerUnreachable, ConfigError, InvalidGrant, TokenError
 from ._util import canonical_server_url, log, short
 from .device import DeviceFlow, DeviceUnavailable, device_flow_for
@@ -461,8 +462,17 @@ class OAuth(_Presenting, _Selection, GrantConstructors, AuthBase):
     def _obtain_token(
         self, challenge: Challenge | None, *, step_up: bool, allow_refresh: bool
     ) -> Obtained:
-        """Get a new token for the server; returns how (a refresh, an authorization, ...)."""
-        prm, resource, asm = self._discover(challenge)
+        """Get a new token for the server; returns how (a refresh, an authorization, ...).
+        During a session's bring-up with telemetry, inside an ``auth`` span with a span per
+        step (``mcpsync.telemetry.step``)."""
+        with _telemetry.step("auth"):
+            return self._obtain(challenge, step_up=step_up, allow_refresh=allow_refresh)
+
+    def _obtain(
+        self, challenge: Challenge | None, *, step_up: bool, allow_refresh: bool
+    ) -> Obtained:
+        with _telemetry.step("discovery"):
+            prm, resource, asm = self._discover(challenge)
         self._asm[asm.issuer] = asm
         self._dpop_select(prm, asm)
         old = self._token
@@ -479,7 +489,8 @@ class OAuth(_Presenting, _Selection, GrantConstructors, AuthBase):
         retry = old is not None and old.access_token == self._adopted
         if (allow_refresh or retry) and not step_up and old is not None and old.refresh_token:
             try:
-                self._refresh(old)
+                with _telemetry.step("token"):
+                    self._refresh(old)
                 return Obtained.REFRESH
             except AuthServerUnreachable:
                 raise  # the refresh token was not refused: no authorization in its place
@@ -492,9 +503,10 @@ class OAuth(_Presenting, _Selection, GrantConstructors, AuthBase):
             previous=self._requested_scopes,
         )
         if self._grant != "authorization_code":  # client_credentials, or a Grant (grants.py)
-            self._client_credentials(
-                asm, resource, select_scopes(**scopes_args, asm=None, offline_access=False)
-            )
+            with _telemetry.step("token"):
+                self._client_credentials(
+                    asm, resource, select_scopes(**scopes_args, asm=None, offline_access=False)
+                )
             return Obtained.GRANT
         scopes = select_scopes(**scopes_args, asm=asm, offline_access=self._offline_access)
         device = device_flow_for(self._redirect_spec, asm, self._redirect_uri)
@@ -510,7 +522,8 @@ class OAuth(_Presenting, _Selection, GrantConstructors, AuthBase):
         handler = self._redirect_handler()
         try:
             redirect_uri = handler.prepare()
-            client = self._client_for(asm, redirect_uri)
+            with _telemetry.step("registration"):
+                client = self._client_for(asm, redirect_uri)
             pending = build_authorization_request(
                 asm, client, redirect_uri=redirect_uri, scopes=scopes, resource=resource,
                 allow_insecure=self.allow_insecure_http,
@@ -529,16 +542,11 @@ class OAuth(_Presenting, _Selection, GrantConstructors, AuthBase):
         code = parse_authorization_response(
             result, pending, allow_bare_code=handler.allow_bare_code
         )
-        tok = exchange_code(
-            self._http,
-            asm,
-            client,
-            code,
-            pending,
-            timeout=self.timeout,
-            allow_insecure=self.allow_insecure_http,
-            dpop=self._prover,
-        )
+        with _telemetry.step("token"):
+            tok = exchange_code(
+                self._http, asm, client, code, pending, timeout=self.timeout,
+                allow_insecure=self.allow_insecure_http, dpop=self._prover,
+            )  # fmt: skip
         self._requested_scopes = scopes
         self._set_token(tok)
         log.info("authorized %s with %s", short(self._server_url or ""), asm.issuer)

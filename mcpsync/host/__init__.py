@@ -38,6 +38,7 @@ from ..errors import CapabilityError, ConfigError, MCPSyncError, SessionClosed
 from ..runtime.lifecycle import check as _check_fork
 from ..runtime.lifecycle import forked as _forked
 from ..session.forksafe import own_host, release_host
+from ..telemetry import Telemetry, carry
 from .restarts import failure_of, give_transport_factory, restarts_of
 from .routing import _ToolRouting
 from .servers import (
@@ -96,6 +97,9 @@ class Host(_ToolRouting):
     ``cassettes(server_name)``: the recorded session of each server, given to its
     ``Session.connect(cassette=)`` (one cassette per server, e.g.
     ``lambda name: Cassette(f"tests/cassettes/{name}.jsonl")``, ``mcpsync.testing``).
+    ``telemetry``, ``tracer_provider``, ``meter_provider``: as ``Session.connect`` takes them,
+    for every server (``mcpsync.telemetry``); each bring-up runs in the trace context of the
+    thread that started the host.
     ``_caches`` (private): the era verdict and cache-hint stores the host's sessions use
     (``mcpsync.protocol.choose.Caches``; default: the process-wide ones); given to the
     default connect always, to a custom ``connect`` only when given here.
@@ -122,6 +126,9 @@ class Host(_ToolRouting):
         include_tools: Mapping[str, Any] | None = None,
         exclude_tools: Mapping[str, Any] | None = None,
         cassettes: Callable[[str], Any] | None = None,
+        telemetry: bool | Telemetry = True,
+        tracer_provider: Any = None,
+        meter_provider: Any = None,
         _caches: Caches | None = None,
     ) -> None:
         if isinstance(config, str | Path) or isinstance(config, Mapping):
@@ -154,6 +161,13 @@ class Host(_ToolRouting):
         # still starting (Session.connect cannot be interrupted from outside).
         self._spawn_stdio = connect is None if spawn_stdio is None else spawn_stdio
         self._session_kwargs = dict(session_kwargs or {})
+        # telemetry (``mcpsync.telemetry``): given to every connect, when not the default
+        if telemetry is not True:
+            self._session_kwargs["telemetry"] = telemetry
+        if tracer_provider is not None:
+            self._session_kwargs["tracer_provider"] = tracer_provider
+        if meter_provider is not None:
+            self._session_kwargs["meter_provider"] = meter_provider
         self._cassettes = cassettes
         self._auth_factory = auth_factory
         self._separator = separator
@@ -318,7 +332,7 @@ class Host(_ToolRouting):
             # daemon as a last resort: Session.connect cannot be interrupted, only bounded
             # by its connect_timeout, and must not hold up interpreter exit after Ctrl-C
             s.thread = threading.Thread(
-                target=self._bring_up,
+                target=carry(self._bring_up),  # in the caller's trace context
                 args=(s,),
                 name=f"mcpsync-host-connect[{s.name}]",
                 daemon=True,

@@ -26,6 +26,7 @@ from typing import Any, Final, NamedTuple, Protocol
 
 from .. import jsonrpc
 from ..errors import ProtocolError, RequestCancelled, ServerError, URLElicitationRequired
+from ..telemetry import Finish
 from ..transports.base import Message
 
 __all__ = [
@@ -174,7 +175,8 @@ class _Call:
     """
 
     __slots__ = ("id", "method", "future", "on_progress", "timeout", "deadline", "hard_deadline", "reset",
-                 "finished", "value", "error", "event", "ordered", "parked", "params")  # fmt: skip
+                 "finished", "value", "error", "event", "ordered", "parked", "params",
+                 "finish")  # fmt: skip
 
     def __init__(self, rid: int, method: str, future: Future[Any] | None) -> None:
         self.id = rid
@@ -195,6 +197,8 @@ class _Call:
         self.parked: Message | None = None
         #: the request's params as sent (the cancel rule looks at them), set by the connection
         self.params: dict[str, Any] | None = None
+        #: ends its telemetry span with the outcome (``mcpsync.telemetry``; None: none)
+        self.finish: Finish | None = None
 
     def done(self) -> bool:
         """Duck-typed like ``Future.done()`` for the transport's read loop."""
@@ -202,6 +206,8 @@ class _Call:
 
     def settle(self, value: Any, error: BaseException | None = None) -> bool:
         """Record the outcome; False when it was settled (or cancelled) already."""
+        if self.finish is not None:
+            self.end_span(value, error)
         future = self.future
         if future is not None:
             try:
@@ -220,6 +226,15 @@ class _Call:
         if event is not None:
             event.set()
         return True
+
+    def end_span(self, value: Any, error: BaseException | None) -> None:
+        """End the call's telemetry span with its outcome (once; before the caller wakes)."""
+        finish, self.finish = self.finish, None
+        if finish is not None:
+            try:
+                finish(value, error)
+            except Exception:  # noqa: BLE001 - telemetry never fails a call
+                log.debug("mcpsync: ending the span of %s failed", self.method, exc_info=True)
 
     def settle_reply(self, message: Message) -> None:
         """Settle from the response ``message``: its result, its error, or neither."""

@@ -53,6 +53,7 @@ from _thread import get_ident
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
 from concurrent.futures import wait as futures_wait
+from contextvars import copy_context
 from typing import Any
 
 from .. import jsonrpc
@@ -63,6 +64,7 @@ from ..errors import (
     RequestTimeout,
     SessionClosed,
 )
+from ..telemetry import Instrument
 from ..transports.base import Message, Transport
 from .calls import (
     DEFAULT,
@@ -132,6 +134,7 @@ class Connection:
         notification_handler: NotificationHandler | None = None,
         max_concurrent_handlers: int = 8,
         hooks: WireHooks | None = None,
+        instrument: Instrument | None = None,
     ) -> None:
         self.transport = transport
         self.name = name
@@ -141,6 +144,9 @@ class Connection:
         #: what the protocol era decides (``_meta``, cancelling, re-initializing): given
         #: here, configured by the era the handshake chose (``protocol.hooks.EraHooks``)
         self.hooks = hooks if hooks is not None else WireHooks()
+        #: the session's telemetry (``mcpsync.telemetry``): a span per message, the trace
+        #: context in ``_meta``; None (telemetry off, or no OpenTelemetry): nothing is done
+        self.instrument = instrument
         #: garbage on the wire and stray responses, as ProtocolErrors (most recent last)
         self.protocol_errors: list[ProtocolError] = []
         self._ids = itertools.count(1)
@@ -160,6 +166,7 @@ class Connection:
             lambda message: self.transport.send(message),
             lambda: self._closed,
             max_concurrent_handlers,
+            instrument,
         )
         self._reinit_lock = threading.Lock()
         #: the transport's "read in the calling thread" hook (stdio), set by start()
@@ -299,6 +306,8 @@ class Connection:
         if get_ident() == self._dispatcher.ident:
             call.ordered = False  # a callback calls: its reply cannot wait for the dispatcher
         on_progress = options.on_progress
+        if self.instrument is not None:
+            params, call.finish = self.instrument.request(method, rid, params)
         extra = self.hooks.meta(method)
         if extra is not None or on_progress is not None:
             params = dict(params) if params else {}
@@ -327,7 +336,9 @@ class Connection:
             if call.deadline < TIMER.next_wake:  # (else the timer looks by then anyway)
                 TIMER.schedule(call.deadline)
         if later:
-            send_later(self, call, message, timeout, headers)
+            # with telemetry the send runs in the caller's context (OAuth spans, say)
+            context = copy_context() if self.instrument is not None else None
+            send_later(self, call, message, timeout, headers, context)
             return call
         try:
             if not headers:  # (else Mcp-Param-* headers, for transports that take them: HTTP)
@@ -352,12 +363,26 @@ class Connection:
         if self._closed:
             raise self._closed_error()
         message: Message = {"jsonrpc": "2.0", "method": method}
+        finish = None
+        if self.instrument is not None:
+            params, finish = self.instrument.notification(method, params)
         extra = self.hooks.meta(method)
         if extra is not None:
             params = dict(params) if params else {}
             params["_meta"] = {**extra, **(params.get("_meta") or {})}
         if params is not None:
             message["params"] = params
+        if finish is None:
+            self._send_notification(message, timeout)
+            return
+        try:
+            self._send_notification(message, timeout)
+        except BaseException as exc:
+            finish(None, exc)
+            raise
+        finish(None, None)
+
+    def _send_notification(self, message: Message, timeout: float | None) -> None:
         if timeout is None:
             self.transport.send(message)
         else:
@@ -439,6 +464,8 @@ class Connection:
                 futures_wait((target,), timeout=step)
 
     def _on_cancelled(self, call: _Call) -> None:
+        if call.finish is not None:
+            call.end_span(None, RequestCancelled(f"{call.method} was cancelled by the client"))
         if self._pending.pop(call.id, None) is not None:
             self._send_cancelled(call, "cancelled by the client")
 

@@ -3,7 +3,8 @@
 Owns: ``send_later`` (a future's request sent on a ``mcpsync-send[shared]`` worker,
 ``_shared.SENDS``, where the transport's ``send()`` waits for the server, i.e. HTTP, whose
 POST waits for its reply's head or reads a JSON reply whole: ``request()`` then returns at
-once and calls overlap; a call cancelled, timed out or failed before its turn is never sent)
+once and calls overlap; a call cancelled, timed out or failed before its turn is never sent;
+with telemetry on, in the caller's ``contextvars`` context)
 and ``send_failed`` (the first send of a request raised: after ``SessionExpired`` the
 connection re-initializes and sends it once more; Ctrl-C cancels the call and tells the
 server; any other error fails the call), and ``notify_later`` (a notification sent on such a
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from contextvars import Context
 from typing import Any, Protocol
 
 from ..errors import (
@@ -59,7 +61,7 @@ class Sender(Protocol):
 class _Outgoing:
     """A future's request waiting for a shared sender thread (``SENDS`` runs ``drain``)."""
 
-    __slots__ = ("conn", "call", "message", "timeout", "headers")
+    __slots__ = ("conn", "call", "message", "timeout", "headers", "context")
 
     def __init__(
         self,
@@ -68,14 +70,21 @@ class _Outgoing:
         message: Message,
         timeout: float | None,
         headers: Mapping[str, str] | None,
+        context: Context | None,
     ) -> None:
         self.conn = conn
         self.call = call
         self.message = message
         self.timeout = timeout
         self.headers = headers
+        self.context = context
 
     def drain(self) -> bool:
+        if self.context is not None:  # the caller's (telemetry: an OAuth step's span, say)
+            return self.context.run(self._drain)
+        return self._drain()
+
+    def _drain(self) -> bool:
         conn, call = self.conn, self.call
         if conn._pending.get(call.id) is not call:
             return False  # cancelled, timed out, or the connection ended: nothing to send
@@ -124,9 +133,11 @@ def send_later(
     message: Message,
     timeout: float | None,
     headers: Mapping[str, str] | None,
+    context: Context | None = None,
 ) -> None:
-    """Send ``message`` (``call``'s request, already pending) on a shared sender thread."""
-    SENDS.schedule(_Outgoing(conn, call, message, timeout, headers))
+    """Send ``message`` (``call``'s request, already pending) on a shared sender thread, in
+    ``context`` when given (the caller's ``contextvars``, with telemetry on)."""
+    SENDS.schedule(_Outgoing(conn, call, message, timeout, headers, context))
 
 
 def send_failed(

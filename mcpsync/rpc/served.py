@@ -15,6 +15,7 @@ from typing import Any
 
 from .. import jsonrpc
 from ..errors import MCPSyncError, ServerError
+from ..telemetry import Instrument, Served
 from ..transports.base import Message
 
 __all__ = ["ServerRequests"]
@@ -32,12 +33,15 @@ class ServerRequests:
         send: Callable[[Message], None],
         closed: Callable[[], bool],
         max_concurrent: int,
+        instrument: Instrument | None = None,
     ) -> None:
         self.name = name
         self._handlers = handlers  # the connection's request_handlers, read at each request
         self._send = send
         self._closed = closed
         self._slots = threading.BoundedSemaphore(max_concurrent)
+        #: the session's telemetry: each request is handled inside a SERVER span
+        self._instrument = instrument
         #: handler threads still running (joined by the connection's close)
         self.threads: set[threading.Thread] = set()
         #: ids of requests the server cancelled (``notifications/cancelled``)
@@ -68,6 +72,21 @@ class ServerRequests:
             thread.start()
 
     def _run(self, handler: Callable[[dict[str, Any]], Any], message: Message) -> None:
+        instrument = self._instrument
+        if instrument is None:
+            self._handle(handler, message, None)
+            return
+        params = message.get("params")
+        with instrument.serving(
+            str(message.get("method")),
+            message.get("id"),
+            params if isinstance(params, dict) else {},
+        ) as served:
+            self._handle(handler, message, served)
+
+    def _handle(
+        self, handler: Callable[[dict[str, Any]], Any], message: Message, served: Served | None
+    ) -> None:
         rid = message.get("id")
         try:
             result = handler(message.get("params") or {})
@@ -79,11 +98,14 @@ class ServerRequests:
                 self.reply(rid, result if result is not None else {})
         except ServerError as exc:
             self.reply_error(rid, exc.code, exc.message, exc.data)
+            if served is not None:
+                served(exc.code, exc.message)
         except Exception as exc:
             log.exception("mcpsync: handler for %s failed", message.get("method"))
-            self.reply_error(
-                rid, jsonrpc.INTERNAL_ERROR, f"client handler failed: {type(exc).__name__}: {exc}"
-            )
+            text = f"client handler failed: {type(exc).__name__}: {exc}"
+            self.reply_error(rid, jsonrpc.INTERNAL_ERROR, text)
+            if served is not None:
+                served(jsonrpc.INTERNAL_ERROR, text)
         finally:
             self._slots.release()
             self.threads.discard(threading.current_thread())

@@ -28,6 +28,7 @@ from concurrent.futures import Future
 from os import getpid as _getpid
 from typing import TYPE_CHECKING, Any, Literal, cast
 
+from .. import telemetry as _telemetry
 from .. import typed as _typed
 from .._version import __version__
 from ..config import command_name
@@ -54,6 +55,7 @@ from ..runtime.lifecycle import UNOWNED, Owner
 from ..runtime.lifecycle import error as _forked_error
 from ..runtime.lifecycle import forked as _forked
 from ..skills import Skills
+from ..telemetry import Telemetry
 from ..transports.base import Transport
 from ..transports.select import candidates as select_transports
 from ..typed import types as _types
@@ -201,6 +203,9 @@ class Session:
         restart: bool | RestartPolicy | Mapping[str, Any] | None = None,
         card: bool | Mapping[str, str] | Callable[..., Any] = False,
         cassette: TransportWrapper | None = None,
+        telemetry: bool | Telemetry = True,
+        tracer_provider: Any = None,
+        meter_provider: Any = None,
         _caches: Caches | None = None,
     ) -> Session:
         """Bring up a session and return it ready for use.
@@ -238,6 +243,13 @@ class Session:
         session remembers no era verdict or cache hint of others (the bring-up is a fresh
         process's, so a recording made after other sessions replays in a new interpreter).
 
+        ``telemetry``: with ``opentelemetry-api`` installed (the ``otel`` extra), a CLIENT
+        span per request and notification, the trace context in their ``_meta``, the
+        ``connect`` span of the bring-up and the MCP client metrics, through the providers
+        the application configured or ``tracer_provider`` / ``meter_provider``; False turns it
+        off; a ``mcpsync.telemetry.Telemetry`` sets more (``capture_content``). See
+        ``mcpsync.telemetry`` and docs/telemetry.md.
+
         ``_caches`` (private): the era verdict and cache-hint stores to use instead of the
         process-wide ones (``mcpsync.protocol.choose.Caches``; tests pass fresh ones).
         """
@@ -273,8 +285,15 @@ class Session:
                      "timeout": connect_timeout, "era": era, "server_key": server_key,
                      "credential_key": credential_key}  # fmt: skip
 
+        instrument = _telemetry.make(telemetry, name=name, tracer_provider=tracer_provider,
+                                     meter_provider=meter_provider)  # fmt: skip
+        url = target if isinstance(target, str) else None
+
         def connection_for(chosen: Transport) -> Connection:
-            return Connection(chosen, name=name, default_timeout=timeout, hooks=EraHooks())
+            if instrument is not None:
+                instrument.bind(chosen.kind, url, lambda: chosen.session_id)
+            return Connection(chosen, name=name, default_timeout=timeout, hooks=EraHooks(),
+                              instrument=instrument)  # fmt: skip
 
         def prepare(chosen: Transport) -> Session:
             return cls(connection_for(chosen), name=name, strict=strict, init_args=init_args, keep_alive=auth,
@@ -282,9 +301,10 @@ class Session:
                        elicitation_handler=elicitation_handler, roots=roots, on_log=on_log,
                        offered=offered)  # fmt: skip
 
-        session = _bringup.first_ready(
-            candidates, prepare, name=name, deadline=deadline, connect_timeout=connect_timeout
-        )
+        with _telemetry.connecting(instrument, name):
+            session = _bringup.first_ready(
+                candidates, prepare, name=name, deadline=deadline, connect_timeout=connect_timeout
+            )
         session._era.on_expired(session._reinitialize)
         session._restart = _restart_attach(session, restart, lambda d: select(deadline=d)[1],
                                            connection_for, connect_timeout,
@@ -314,6 +334,9 @@ class Session:
         self.era = cast(EraName, handshake.era)  # "legacy" or "modern": the era says which
         self.era_reason = handshake.era_reason
         self.phases.update(phases)
+        instrument = self._conn.instrument
+        if instrument is not None:
+            instrument.agreed(handshake.protocol_version, phases)
 
     def _reinitialize(self) -> None:
         """The HTTP session expired: bring it up again with the same capabilities."""
@@ -434,6 +457,8 @@ class Session:
             self._restart.stop()  # no restart starts or finishes after this
         self._era.stop()  # then one deadline for the connection's threads and the era's
         self._conn.close(also=self._era.threads)
+        if self._conn.instrument is not None:
+            self._conn.instrument.session_ended(self._conn.close_error)
 
     def __enter__(self) -> Session:
         return self

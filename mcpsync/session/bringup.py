@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
+from .. import telemetry as _telemetry
 from .. import typed as _typed
 from ..errors import (
     STDERR_TAIL,
@@ -132,9 +133,11 @@ def first_ready(
         session = prepare(chosen)
         conn = session.connection
         try:
-            conn.start()
+            with _telemetry.phase(conn.instrument, "transport"):
+                conn.start()
             session.phases["transport"] = time.perf_counter() - t0
-            session._initialize(deadline=deadline, restarted=restarted or None)
+            with _telemetry.phase(conn.instrument, "handshake"):
+                session._initialize(deadline=deadline, restarted=restarted or None)
             _typed.warm()  # what typed results import, before a Ctrl-C can cut it in half
             notice_startup_stderr(name, chosen.stderr_tail())  # a usage message, say
         except HTTPStatusError as exc:

@@ -34,6 +34,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
+from .. import telemetry as _telemetry
 from .. import typed as _typed
 from ..errors import (
     ConfigError,
@@ -279,7 +280,12 @@ class Restarter:
 
     def _bring_up(self) -> Connection:
         """A new connection over the target's transports, initialized on the same Session
-        (its Interest, tools, handlers and capabilities); unwound on failure."""
+        (its Interest, tools, handlers and capabilities); unwound on failure. With telemetry,
+        inside a ``connect`` span of its own (``mcpsync.telemetry``)."""
+        with _telemetry.connecting(self._session._conn.instrument, self._name):
+            return self._bring_up_over_candidates()
+
+    def _bring_up_over_candidates(self) -> Connection:
         timeout = self._connect_timeout
         deadline = time.monotonic() + timeout if timeout is not None else None
         session = self._session

@@ -1,7 +1,8 @@
 """Running every entry on an executor: at most ``parallel`` in flight, each bounded from its
 submission, a worker that died becomes a ``worker`` failure, the entries a broken process
 pool lost are retried alone; the process-pool initializer and stopper, and stopping a run
-after Ctrl-C (the hosts it left open here, its entries on every dask worker).
+after Ctrl-C (the hosts it left open here, its entries on every dask worker). Each entry
+runs in the submitter's trace context (``telemetry.carried``: threads, processes, Dask).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from concurrent.futures import wait as wait_futures
 from typing import TYPE_CHECKING, Any
 
 from ..config import ServerEntry
+from ..telemetry import carried
 from .results import EntryResult, _error_text
 from .runner import _ACTIVE, _ACTIVE_LOCK, _CANCELLED, _CLOSE_TIMEOUT, _SLACK, run_entry
 
@@ -145,7 +147,7 @@ def _run_all(
                 index, entry = queue.popleft()
                 if not pool_broken:
                     try:
-                        fut = pool.submit(run_entry, entry, options)
+                        fut = pool.submit(carried(run_entry), entry, options)
                     except BrokenExecutor as exc:
                         log.info("the executor broke before %r: %s", entry.name, exc)
                         pool_broken = True
@@ -200,7 +202,7 @@ def _retry_alone(
                 continue
             if solo is None:
                 solo = make()
-            fut = solo.submit(run_entry, entry, options)
+            fut = solo.submit(carried(run_entry), entry, options)
             try:
                 yield index, fut.result(timeout=options.entry_bound(entry) + _SLACK)
             except BrokenExecutor as exc:

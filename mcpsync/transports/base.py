@@ -85,6 +85,8 @@ class Transport(ABC):
     features: Features = Features()
     #: names the server this transport reaches, for the era verdict memory (None: unknown)
     identity: str | None = None
+    #: the HTTP session the server assigned (``Mcp-Session-Id``), for reports (None: none)
+    session_id: str | None = None
     #: while a session brings this transport up: its ``connect_timeout`` deadline
     #: (``time.monotonic()``; None: none, or not bringing it up); bring-up waits end by it
     bringup_deadline: float | None = None

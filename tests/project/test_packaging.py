@@ -41,6 +41,7 @@ OPTIONAL_IMPORTS: dict[str, str | None] = {
     "traitlets": "apps",  # ... its synced state
     "ipywidgets": "notebook",  # mcpsync.elicitation.NotebookElicitation
     "keyring": "keyring",  # mcpsync.auth.keyring_store.KeyringTokenStore
+    "opentelemetry": "otel",  # mcpsync.telemetry (the API; the SDK is the application's)
 }
 
 

@@ -11,7 +11,8 @@ stderr: ``sdk_server ready: <url>`` (stdio prints ``sdk_server ready: stdio``).
 
 Features: tools ``echo``, ``add`` (structured output), ``long_running`` (progress),
 ``sample`` (sampling), ``elicit`` (form elicitation), ``list_roots``, ``log``
-(notifications/message), ``fail`` (isError), ``touch_resource`` (resources/updated);
+(notifications/message), ``fail`` (isError), ``lookup_meta`` (the ``_meta`` it got, as
+JSON), ``touch_resource`` (resources/updated);
 resources ``demo://readme``, ``demo://bytes.bin`` and template ``demo://item/{id}``;
 prompt ``greet``; completions for the prompt argument and the template variable;
 logging/setLevel and resources/(un)subscribe.
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import json
 import socket
 import sys
 import warnings
@@ -107,6 +109,12 @@ def build_server() -> MCPServer:
     async def log(level: types.LoggingLevel, message: str, ctx: Context) -> str:
         await ctx.log(level, message, logger_name="sdk")
         return f"logged at {level}"
+
+    @mcp.tool(description="The request's params._meta as JSON (trace context: traceparent, ...).")
+    def lookup_meta(ctx: Context) -> str:
+        params = ctx.request_context.params or {}
+        meta = params.get("_meta") or ctx.request_context.meta or {}
+        return json.dumps(dict(meta), default=str)
 
     @mcp.tool(description="Always fails (isError: true).")
     def fail() -> str:
