@@ -6,7 +6,7 @@
 - the example marks of ``doc_blocks.py`` are where they act, say why a block is skipped,
   and stay rare;
 - every page is in the nav (``mkdocs build --strict`` refuses one that is not; checked here
-  too so that the quick tier says it), the telemetry page has its slot;
+  too so that the quick tier says it);
 - the journey diagram's links reach anchors of the built reference page.
 """
 
@@ -95,14 +95,13 @@ def test_example_marks_act_and_stay_rare():
     assert run_bash, "the README's command-line example runs (<!-- example: run -->)"
 
 
-def test_every_page_is_in_the_nav_and_the_telemetry_slot_is_kept():
+def test_every_page_is_in_the_nav():
     config = (REPO / "mkdocs.yml").read_text(encoding="utf-8")
     nav = set(re.findall(r":\s*([\w-]+\.md)\s*$", config, re.M))
     pages = {p.name for p in DOCS.glob("*.md")}
     assert pages == nav, (
         f"pages not in the nav: {pages - nav}; nav entries with no page: {nav - pages}"
     )
-    assert re.search(r"^\s*# - Telemetry: telemetry\.md", config, re.M), "the telemetry slot"
 
 
 def test_readme_fits_on_a_page():
