@@ -5,7 +5,8 @@
 - the first Python example runs in this process and leaves nothing behind (every example of
   the README and the docs also runs as a script of its own: ``tests/docs/test_doc_examples.py``);
 - the test files the README, ``docs/`` and ``notebooks/README.md`` name exist;
-- the package tree drawn in ``docs/development.md`` is the package's tree.
+- the package tree drawn in the README's Architecture section (which ``docs/development.md``
+  includes) is the package's tree.
 """
 
 from __future__ import annotations
@@ -51,10 +52,12 @@ def test_readme_quickstart_runs(no_leaks, capsys):
 
 
 def _drawing() -> str:
-    page = (REPO / "docs" / "development.md").read_text(encoding="utf-8")
-    section = page.split("## The package tree", 1)[1]
+    page = (REPO / "README.md").read_text(encoding="utf-8")
+    included = (REPO / "docs" / "development.md").read_text(encoding="utf-8")
+    assert '--8<-- "README.md:tree"' in included, "docs/development.md lost the tree drawing"
+    section = page.split("## Architecture", 1)[1]
     drawing = re.search(r"```text\n(mcpsync/\n.*?)```", section, re.S)
-    assert drawing, "docs/development.md lost the package tree drawing"
+    assert drawing, "the README lost the package tree drawing"
     return drawing.group(1)
 
 
@@ -68,9 +71,9 @@ def test_the_package_tree_drawing_matches_the_package():
         if not p.name.startswith("_") or p.name == "__init__.py"
     }
     missing = sorted((packages | modules) - names)
-    assert not missing, f"docs/development.md's tree drawing lacks {missing}"
+    assert not missing, f"the README's tree drawing lacks {missing}"
     anywhere = {p.name + "/" for p in PACKAGE.rglob("*") if p.is_dir()} | {
         p.name for p in PACKAGE.rglob("*.py")
     }
     invented = sorted(n for n in names - anywhere if n != "mcpsync/")
-    assert not invented, f"docs/development.md's tree drawing names what is not there: {invented}"
+    assert not invented, f"the README's tree drawing names what is not there: {invented}"
