@@ -2,7 +2,8 @@
 
 Each fenced ``python`` block of ``README.md`` and ``docs/*.md`` (and each ``bash`` block marked
 ``<!-- example: run -->``) runs as a fresh process against the bundled demo server, in an empty
-folder, with this venv's ``bin`` first on ``PATH`` (what an activated venv gives a reader).
+folder, with this venv's ``bin`` first on ``PATH`` (what an activated venv gives a reader)
+and without ``CI`` in its environment (a reader's machine).
 A block marked ``<!-- example: pytest -->`` is a test module: it runs under
 ``pytest --mcp-config mcp.json`` beside an ``mcp.json`` holding the demo server. The marks:
 ``doc_blocks.py``. A failure names the page and the line of the block.
@@ -45,6 +46,9 @@ def test_example(block: Block, tmp_path: pathlib.Path):
         "PATH": str(pathlib.Path(sys.executable).parent) + os.pathsep + os.environ["PATH"],
     }
     env.pop("PYTEST_XDIST_WORKER", None)
+    # a reader's machine, not CI: with CI set, the pytest plugin only replays cassettes, and
+    # the recorded-sessions example records them (its page says CI replays what was committed)
+    env.pop("CI", None)
     p = subprocess.run(
         _argv(block, tmp_path), capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env
     )
