@@ -196,12 +196,14 @@ def test_ctrl_c_during_a_blocking_task_call_cancels_only_that_task(no_leaks, tmp
         # out once the main thread waits there (on a loaded machine it may still be finishing
         # the creating request's write when the task is announced: another case).
         waiting = threading.Event()
-        wait_for_result = _tasks.TaskFuture.result
-        def result(self, timeout=None):
-            waiting.set()
-            return wait_for_result(self, timeout)
-        _tasks.TaskFuture.result = result
-        announce = lambda m: (waiting.wait(30), print("LOG", m.data, flush=True))
+        wait_for_task = _tasks.futures_wait  # what the blocking call waits on for the task
+        def wait(futures, timeout=None):
+            if threading.current_thread() is threading.main_thread():
+                waiting.set()
+            return wait_for_task(futures, timeout)
+        _tasks.futures_wait = wait
+        # (a main thread never seen waiting for the task says so: the test then fails)
+        announce = lambda m: print("LOG" if waiting.wait(30) else "NEVER WAITED", m.data, flush=True)
         with mcpsync.Session.connect(argv, timeout=10, on_log=announce) as s:
             s.list_tools()
             try:
