@@ -24,22 +24,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from auth_bench import _rounds  # the same phases and rotation as the auth row
+
 __all__ = ["measure", "render", "main"]
 
 DEMO_ARGV = [sys.executable, "-m", "mcpsync.demo_server"]
 ECHO_ARGS = {"message": "hello"}
 TARGET = ("ratio", 10.0)
-
-
-def _rate(session: Any, seconds: float) -> tuple[float, float]:
-    """(calls/s, client CPU seconds per call: this process, all threads)."""
-    count, started, cpu = 0, time.perf_counter(), time.process_time()
-    deadline = started + seconds
-    while True:
-        session.call_tool("echo", ECHO_ARGS)
-        count += 1
-        if count % 50 == 0 and time.perf_counter() >= deadline:
-            return count / (time.perf_counter() - started), (time.process_time() - cpu) / count
 
 
 def _bringup(connect: Any, n: int) -> float:
@@ -77,13 +68,7 @@ def measure(rounds: int = 3, seconds: float = 1.0, warmup: int = 300) -> dict[st
                     s.call_tool("echo", ECHO_ARGS)
             rates: dict[str, list[float]] = {name: [] for name in sessions}
             cpus: dict[str, list[float]] = {name: [] for name in sessions}
-            for index in range(rounds):
-                order = list(sessions.items())
-                turn = index % len(order)
-                for name, s in order[turn:] + order[:turn]:
-                    rate, cpu = _rate(s, seconds)
-                    rates[name].append(rate)
-                    cpus[name].append(cpu)
+            _rounds(sessions, rounds, seconds, rates, cpus)
     best = {name: max(values) for name, values in rates.items()}
     return {
         "rates": rates,
