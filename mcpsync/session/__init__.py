@@ -309,6 +309,10 @@ class Session:
         session._restart = _restart_attach(session, restart, lambda d: select(deadline=d)[1],
                                            connection_for, connect_timeout,
                                            isinstance(target, Transport))  # fmt: skip
+        if instrument is not None and session._restart is None:
+            # a server that dies ends the session (no restart follows): its duration is
+            # recorded then, with the reason, not only if the program ever closes it
+            session._conn.on_closed(instrument.session_ended)
         session.phases["total"] = time.perf_counter() - started
         return session
 

@@ -377,6 +377,9 @@ class Restarter:
             later, self._later = self._later, []
         self._ready.set()
         log.error("mcpsync: %s", failure)
+        instrument = self._session._conn.instrument
+        if instrument is not None:  # the session ends here, closed or not
+            instrument.session_ended(failure)
         for callback in later:
             callback(None, failure)
         self._announce(event)

@@ -92,6 +92,7 @@ class Instrument(Protocol):
         ...
 
     def session_ended(self, error: BaseException | None) -> None:
-        """The session closed (``error``: why, when not by ``close()``): records
+        """The session ended: closed, its server gone with no restart to follow, or its
+        restart policy gave up (``error``: why, when not by ``close()``); records
         ``mcp.client.session.duration``; once."""
         ...

@@ -300,6 +300,28 @@ def test_a_restart_brings_the_session_up_in_a_connect_span_of_its_own(otel):
     assert second_init.parent.span_id == second.context.span_id  # the restart's
 
 
+def test_a_restart_policy_that_gives_up_ends_the_session_duration(otel):
+    """The session ends when the policy gives up (not at each death it restarts from)."""
+    from test_restart import Fakes, Restarts
+
+    from mcpsync import RestartPolicy
+    from mcpsync.protocol.choose import Caches
+
+    fakes, seen = Fakes(), Restarts()
+    policy = RestartPolicy(make_transport=fakes, backoff=0.0, max_attempts=1, on_restart=seen)
+    with mcpsync.Session.connect(fakes(), restart=policy, timeout=10, connect_timeout=5,
+                                 _caches=Caches(), era="legacy", **otel.providers):  # fmt: skip
+        fakes.crash()
+        assert seen.wait().ok  # restarted: the session goes on
+        assert otel.points("mcp.client.session.duration") == []
+        fakes.broken = 5  # every further bring-up meets a dead server
+        fakes.crash()
+        assert not seen.wait(2).ok  # given up
+        (point,) = otel.points("mcp.client.session.duration")
+        assert point.attributes["error.type"] == "mcpsync.errors.RestartLimitReached"
+    assert len(otel.points("mcp.client.session.duration")) == 1  # close() records no second
+
+
 def test_the_docstring_examples_run():
     import doctest
     import importlib

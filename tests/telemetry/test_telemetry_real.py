@@ -8,6 +8,7 @@ import contextlib
 import json
 import subprocess
 import sys
+import time
 from typing import Any
 
 import pytest
@@ -63,6 +64,26 @@ def test_stdio(otel, era):
     assert otel.span("connect").parent.span_id == caller.get_span_context().span_id
     (session,) = otel.points("mcp.client.session.duration")
     assert session.attributes["network.transport"] == "pipe"
+
+
+def test_a_server_that_dies_ends_the_session_duration_at_once(otel):
+    """Recorded when the server dies (no restart follows), with why, not only at close()."""
+    import threading
+
+    s = mcpsync.Session.connect(demo_argv(), **otel.providers)
+    try:
+        died = threading.Event()
+        s.connection.on_closed(lambda error: died.set())
+        s.transport.process.kill()  # type: ignore[attr-defined]
+        assert died.wait(30)
+        deadline = time.monotonic() + 30
+        while not otel.points("mcp.client.session.duration") and time.monotonic() < deadline:
+            died.wait(0.02)  # the session's own on_closed callback runs beside ours
+        (point,) = otel.points("mcp.client.session.duration")
+        assert point.attributes["error.type"] == "mcpsync.errors.ServerExited"
+    finally:
+        s.close()
+    assert len(otel.points("mcp.client.session.duration")) == 1  # close() records no second
 
 
 @pytest.mark.parametrize("era", ["legacy", "modern"])
