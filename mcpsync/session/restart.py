@@ -308,9 +308,11 @@ class Restarter:
                     raise SessionClosed(f"session with {self._name!r} was closed")
                 self._starting = conn
                 session._conn = conn
-                conn.start()
+                with _telemetry.phase(conn.instrument, "transport"):  # as connect()'s phases
+                    conn.start()
             try:
-                session._initialize(deadline=deadline)
+                with _telemetry.phase(conn.instrument, "handshake"):
+                    session._initialize(deadline=deadline)
                 _typed.warm()
             except HTTPStatusError as exc:
                 conn.close()

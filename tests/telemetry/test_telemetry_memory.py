@@ -294,10 +294,13 @@ def test_a_restart_brings_the_session_up_in_a_connect_span_of_its_own(otel):
         seen.wait()
     first, second = otel.spans("connect")
     assert second.start_time > first.end_time
-    (handshake,) = otel.spans("handshake")  # connect()'s phases
+    handshake, again = otel.spans("handshake")  # connect()'s phases, then the restart's
     first_init, second_init = otel.spans("initialize")
     assert first_init.parent.span_id == handshake.context.span_id
-    assert second_init.parent.span_id == second.context.span_id  # the restart's
+    assert again.parent.span_id == second.context.span_id  # under the restart's connect span
+    assert second_init.parent.span_id == again.context.span_id
+    transports = otel.spans("transport")
+    assert [t.parent.span_id for t in transports] == [first.context.span_id, second.context.span_id]
 
 
 def test_a_restart_policy_that_gives_up_ends_the_session_duration(otel):
