@@ -285,8 +285,10 @@ class StreamableHTTPTransport(BackChannel, SessionLifecycle, HTTPTransport):
         cut = None
         if is_request:
             cut = _Cut()
-            with self._state_lock:
-                self._posting[request_id] = cut
+            # no lock: a dict's item set and pop are atomic, the reader (cancel) only gets,
+            # and one request id is posted by one thread at a time (a re-send follows this
+            # POST's finally); the shared lock here was contended by every calling thread
+            self._posting[request_id] = cut
         try:
             response, target = self._http.request(
                 "POST", self.target, hdrs, encode(message), read_timeout,
@@ -300,9 +302,7 @@ class StreamableHTTPTransport(BackChannel, SessionLifecycle, HTTPTransport):
                                   sent_session, read_timeout)  # fmt: skip
         finally:
             if cut is not None:
-                with self._state_lock:
-                    if self._posting.get(request_id) is cut:
-                        del self._posting[request_id]
+                self._posting.pop(request_id, None)
 
     def _answered(
         self, message: Message, method: str | None, is_request: bool, request_id: Any,
@@ -575,23 +575,22 @@ class _Cut:
     fast path has connected it (``HTTPClient.request(on_conn=)``); asked for before
     that, the connection is cut as soon as it is given."""
 
-    __slots__ = ("requested", "_abort", "_lock")
+    __slots__ = ("requested", "_abort")
 
     def __init__(self) -> None:
         self.requested = False
         self._abort: Callable[[], None] | None = None
-        self._lock = threading.Lock()
 
+    # No lock: each side writes its own field, then reads the other's. Whatever the order of
+    # the two threads, at least one of them sees both written and aborts (both may: an abort
+    # is a socket shutdown, harmless twice).
     def attach(self, abort: Callable[[], None]) -> None:
-        with self._lock:
-            self._abort = abort
-            requested = self.requested
-        if requested:
+        self._abort = abort
+        if self.requested:
             abort()
 
     def request(self) -> None:
-        with self._lock:
-            self.requested = True
-            abort = self._abort
+        self.requested = True
+        abort = self._abort
         if abort is not None:
             abort()
