@@ -11,10 +11,8 @@ and the in-process HTTP peers below (``StallHTTP``: Streamable HTTP and legacy H
 that stall a chosen request at the chosen step: no answer, a trickled answer, a body
 left unread).
 
-Tests marked ``xfail(strict=True, reason="issue 31 point N ...")`` fail on the code of
-the day they were written: a helper is fixing that bound; the lead removes the mark
-when the fix lands (strict: an unexpected pass fails the run, so the mark cannot be
-forgotten).
+Every bound here holds; a bound found not to hold gets a failing test and its fix
+together (docs/timeouts.md keeps what each measured before its fix).
 """
 
 from __future__ import annotations
