@@ -374,9 +374,11 @@ def test_a_recorded_refusal_is_replayed_at_once_as_the_same_error(tmp_path, no_l
     """A request the transport refused (an HTTP status, no JSON-RPC reply: a legacy server's
     400 to the era probe) is refused again from the same send, never waited for."""
     from mcpsync.errors import HTTPStatusError
+    from mcpsync.testing.cassette.fileformat import refusal_of
+    from mcpsync.transports.http.failures import status_error
 
-    refused = {"type": "HTTPStatusError", "text": "HTTP 400", "status": 400,
-               "url": "http://127.0.0.1:1/mcp", "body": "no session", "payload": None}  # fmt: skip
+    live = status_error(400, "POST", "http://127.0.0.1:1/mcp", b"no session")
+    refused = refusal_of(5, live)["refused"]
     lines = _legacy_lines() + [
         _line(5, "client", {"id": 5, "method": "tools/call",
                             "params": {"name": "echo", "arguments": {"message": "x"}}}),
@@ -387,6 +389,11 @@ def test_a_recorded_refusal_is_replayed_at_once_as_the_same_error(tmp_path, no_l
         with pytest.raises(HTTPStatusError) as caught:
             s.call_tool("echo", {"message": "x"}, timeout=30)
         assert caught.value.status == 400 and caught.value.body_excerpt == "no session"
+        assert (
+            str(caught.value)
+            == str(live)
+            == "HTTP 400 from POST http://127.0.0.1:1/mcp: no session"
+        )
         assert s.call_tool("echo", {"message": "a"}).content[0].text == "A"  # still usable
     bad = _write(tmp_path / "bad.jsonl", [*lines[:-1], _line(5, "transport", {"id": 5})])
     with pytest.raises(CassetteError, match='line 12: a "transport" line needs'):

@@ -117,8 +117,10 @@ def error_of(message: dict[str, Any]) -> TransportError:
     """The error a ``"transport"`` line's ``message`` (from ``refusal_of``) is replayed as."""
     refused = message["refused"]
     if "status" in refused:
-        return HTTPStatusError(refused["status"], str(refused.get("url", "")),
-                               str(refused.get("body", "")), payload=refused.get("payload"))  # fmt: skip
+        body, text = str(refused.get("body", "")), str(refused.get("text", ""))
+        head = text[: -len(body) - 2] if body and text.endswith(f": {body}") else text
+        return HTTPStatusError(refused["status"], str(refused.get("url", "")), body,
+                               head, payload=refused.get("payload"))  # fmt: skip
     kind = _REFUSALS.get(str(refused.get("type")), TransportError)
     return kind(str(refused.get("text", "refused")))
 
