@@ -44,7 +44,7 @@ from .arguments import DEMO_ARGV as DEMO_ARGV
 from .arguments import EPILOG as EPILOG
 from .arguments import SMOKE_EPILOG as SMOKE_EPILOG
 from .card_command import run_card
-from .commands import _SESSION_COMMANDS, run_demo
+from .commands import _SESSION_COMMANDS, check_words, run_demo
 from .commands import cmd_call as cmd_call
 from .commands import cmd_inspect as cmd_inspect
 from .commands import cmd_prompt as cmd_prompt
@@ -127,6 +127,7 @@ def main(
             return run_card(ns, out)
         needed, handler = _SESSION_COMMANDS[command]
         target, words = resolve_target(ns, command_argv, needed)
+        check_words(command, words, ns)  # before a server is started for nothing
         session = _connect(target, out, ns)
         with session:
             return handler(session, target, words, out, ns)

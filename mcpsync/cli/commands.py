@@ -249,6 +249,21 @@ def cmd_resources(
     return EXIT_OK
 
 
+def check_words(command: str, words: list[str], ns: argparse.Namespace) -> None:
+    """The argument mistakes a command can tell before any server is started: ``--json``
+    that is not a JSON object, a ``call`` or ``prompt`` word that is not ``KEY=VALUE``
+    (``UsageError``). What depends on the server (a tool's name, its schema) is checked
+    once connected."""
+    if command == "call":
+        _json_object(ns.json_args, "--json")
+        for item in words[1:]:
+            key, sep, _ = item.partition("=")
+            if not sep or not key:
+                raise UsageError(f"expected tool arguments as KEY=VALUE, got {item!r}")
+    elif command == "prompt":
+        _parse_pairs(words[1:], what="prompt arguments", parse_json=False)
+
+
 def cmd_call(
     session: Any, target: Target, words: list[str], out: _Out, ns: argparse.Namespace
 ) -> int:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +31,23 @@ def _split_config_target(text: str) -> tuple[str, str] | None:
     if sep and path and entry and os.path.isfile(os.path.expanduser(path)):
         return path, entry
     return None
+
+
+def _not_a_target(word: str) -> str:
+    """What to tell someone whose ``word`` is no URL, config file or ``CONFIG:ENTRY``."""
+    path = word.rpartition(":")[0] if ":" in word and not word.endswith(":") else word
+    if path.endswith((".json", ".jsonc", ".toml", ".yaml", ".yml")) or os.sep in path:
+        where = os.path.abspath(os.path.expanduser(path))
+        return f"no config file {path!r}: {where} does not exist"
+    if shutil.which(word):
+        return (
+            f"{word!r} is a program: a server command goes after --, "
+            f"e.g. mcpsync ... -- {word} ARGS"
+        )
+    return (
+        f"cannot tell what {word!r} is: expected a URL (http://...), CONFIG:ENTRY, "
+        "--config FILE ENTRY, or a server command after -- (e.g. -- python -m server)"
+    )
 
 
 def _entry_from_config(path: str, name: str | None, ns: argparse.Namespace) -> ServerEntry:
@@ -153,10 +171,7 @@ def resolve_target(
             entry = _entry_from_config(first, None, ns)
             kwargs, label = _entry_kwargs(entry, ns), f"{entry.name} ({entry.describe()})"
         else:
-            raise UsageError(
-                f"cannot tell what {first!r} is: expected a URL (http://...), CONFIG:ENTRY, "
-                "--config FILE ENTRY, or a server command after -- (e.g. -- python -m server)"
-            )
+            raise UsageError(_not_a_target(first))
     if len(words) < needed:
         raise UsageError("missing argument(s); see --help")
     # command-line options win over the config entry

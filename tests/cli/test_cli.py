@@ -364,6 +364,35 @@ def test_usage_errors_exit_2():
     assert p.returncode == 2 and "KEY=VALUE" in p.stderr
     p = run_demo("call", "echo", "--json", "[1]")
     assert p.returncode == 2 and "must be a JSON object" in p.stderr
+
+
+def test_a_missing_config_file_or_a_program_given_as_target_is_named(tmp_path):
+    p = run("tools", "notthere.json", cwd=tmp_path)
+    assert p.returncode == 2
+    assert (
+        f"no config file 'notthere.json': {tmp_path / 'notthere.json'} does not exist" in p.stderr
+    )
+    p = run("tools", "sub/mcp.json:github", cwd=tmp_path)
+    assert p.returncode == 2 and "no config file 'sub/mcp.json'" in p.stderr
+    p = run("tools", "python3", cwd=tmp_path)
+    assert p.returncode == 2 and "a server command goes after --" in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        ["call", "echo", "--json", "{bad"],
+        ["call", "echo", "--json", "[1]"],
+        ["call", "echo", "oops"],
+        ["prompt", "greet", "oops"],
+    ],
+)
+def test_argument_mistakes_are_refused_before_a_server_is_started(tmp_path, words):
+    marker = tmp_path / "started"
+    server = [sys.executable, "-c", f"open({str(marker)!r}, 'w')"]
+    p = run(*words, "--", *server)
+    assert p.returncode == 2, p.stderr
+    assert not marker.exists(), "a server was started for arguments known to be wrong"
     p = run("call", "--bogus-option", "--", *DEMO)
     assert p.returncode == 2
 
