@@ -25,7 +25,13 @@ from concurrent.futures import Future, InvalidStateError
 from typing import Any, Final, NamedTuple, Protocol
 
 from .. import jsonrpc
-from ..errors import ProtocolError, RequestCancelled, ServerError, URLElicitationRequired
+from ..errors import (
+    ConfigError,
+    ProtocolError,
+    RequestCancelled,
+    ServerError,
+    URLElicitationRequired,
+)
 from ..telemetry import Finish
 from ..transports.base import Message
 
@@ -101,6 +107,22 @@ class Progress(NamedTuple):
     message: str | None = None
 
 
+def seconds(what: str, value: Any) -> None:
+    """Check a timeout argument: a number of seconds > 0, or None (no limit); else
+    ``TypeError`` or ``ConfigError`` (a ``ValueError``) naming ``what``. Not on the hot path:
+    only a timeout that is given is checked."""
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(
+            f"{what} must be a number of seconds or None (no limit), not {type(value).__name__}"
+        )
+    if not value > 0:  # also NaN
+        raise ConfigError(
+            f"{what} must be more than 0 seconds, or None for no limit; got {value!r}"
+        )
+
+
 def _ignore_progress(progress: Progress) -> None:
     """The progress callback of a call that wants only ``reset_timeout_on_progress``:
     with it the request carries a progress token, and each report restarts the timer."""
@@ -125,6 +147,9 @@ class CallOptions:
         reset_timeout_on_progress: bool = False,
         max_timeout: float | None = None,
     ) -> None:
+        if timeout is not DEFAULT:
+            seconds("timeout", timeout)
+        seconds("max_timeout", max_timeout)
         if reset_timeout_on_progress and on_progress is None:
             on_progress = _ignore_progress  # the token that lets progress reset the timer
         self.timeout = timeout

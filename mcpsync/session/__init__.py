@@ -50,6 +50,7 @@ from ..protocol import (
 from ..protocol import pages as _pages
 from ..protocol.choose import DEFAULT_CACHES, Caches, resolve_era, server_identity
 from ..protocol.hooks import EraHooks
+from ..rpc.calls import seconds as _seconds
 from ..rpc.connection import DEFAULT, Connection, Default, Progress
 from ..runtime.lifecycle import UNOWNED, Owner
 from ..runtime.lifecycle import error as _forked_error
@@ -254,6 +255,8 @@ class Session:
         process-wide ones (``mcpsync.protocol.choose.Caches``; tests pass fresh ones).
         """
         started = time.perf_counter()
+        _seconds("connect_timeout", connect_timeout)
+        _seconds("timeout", timeout)
         # one deadline for the whole bring-up: probe, initialize, fallbacks and restarts
         deadline = time.monotonic() + connect_timeout if connect_timeout is not None else None
         if card:  # True, input values or an ask(name, input) callable; the card is advisory
@@ -606,6 +609,11 @@ class Session:
             )
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
+            if not isinstance(arguments, Mapping):
+                raise TypeError(
+                    f"call_tool({name!r}, arguments): arguments must be a mapping of argument "
+                    f"names to values (a dict), not {type(arguments).__name__}"
+                )
             params["arguments"] = dict(arguments)
         if meta:
             params["_meta"] = dict(meta)

@@ -117,8 +117,19 @@ def candidates(
             return stdio_transport(argv, env=env, cwd=cwd, inherit_env=inherit_env, name=label)
 
         return label, [stdio]
+    hint = ""
+    if isinstance(target, str) and target.strip():
+        import shlex
+
+        try:
+            hint = f" (as a list: {shlex.split(target)!r})"
+        except ValueError:  # unbalanced quotes: no guess
+            pass
+    elif isinstance(target, (list, tuple)) and target:  # a command with an HTTP transport
+        hint = f" (transport={transport!r} takes a URL)"
     raise ConfigError(
-        f"cannot connect to {target!r}: give a URL, a command as a list of arguments, or a Transport"
+        f"cannot connect to {target!r}: give a URL, a command as a list of arguments"
+        f"{hint}, or a Transport"
     )
 
 
