@@ -30,6 +30,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,7 +41,7 @@ from ..runtime.lifecycle import forked as _forked
 from ..session.forksafe import own_host, release_host
 from ..telemetry import Telemetry, carry
 from .restarts import failure_of, give_transport_factory, restarts_of
-from .routing import _ToolRouting
+from .routing import ToolNamespace
 from .servers import (
     CLOSED,
     CONNECTING,
@@ -82,7 +83,7 @@ __all__ = [
 log = logging.getLogger("mcpsync.host")
 
 
-class Host(_ToolRouting):
+class Host:
     """Holds one session per config entry; routes tool calls across them.
 
     ``config`` is a path to an ``mcp.json``-style file, a dict, a loaded
@@ -170,7 +171,6 @@ class Host(_ToolRouting):
             self._session_kwargs["meter_provider"] = meter_provider
         self._cassettes = cassettes
         self._auth_factory = auth_factory
-        self._separator = separator
         self._tool_globs = {
             "include_tools": _per_server(include_tools, "include_tools"),
             "exclude_tools": _per_server(exclude_tools, "exclude_tools"),
@@ -180,9 +180,8 @@ class Host(_ToolRouting):
         self._start_timeout = start_timeout
         self._close_timeout = close_timeout
         self._consent_lock = threading.Lock()  # one question at a time
-        self._ns_lock = threading.RLock()
-        self._owners: dict[str, str] = {}  # bare tool name -> owning server (sticky)
-        self._routes: dict[str, HostTool] = {}
+        #: the one tool namespace over every server that is up (``routing``)
+        self._tools = ToolNamespace(self._servers, separator, self._ready_servers, self.connect_all)
         self._closed = threading.Event()
         own_host(self)  # this process's: after os.fork() the child's calls raise ForkedError
 
@@ -272,8 +271,7 @@ class Host(_ToolRouting):
             t.join(max(0.0, deadline - time.monotonic()))
             if t.is_alive():
                 log.warning("%s did not finish within %.1fs", t.name, bound)
-        with self._ns_lock:
-            self._routes.clear()
+        self._tools.clear()
 
     @staticmethod
     def _close_session(name: str, session: Any) -> None:
@@ -441,6 +439,52 @@ class Host(_ToolRouting):
             s.error = error or SessionClosed(f"server {s.name!r}: the session ended")
         log.info("server %r went away: %s", s.name, s.error)
         self._close_session(s.name, session)  # idempotent; releases its threads
+
+    def _ready_servers(self) -> list[_Server]:
+        for s in self._servers.values():
+            self._check_alive(s)
+        return [s for s in self._servers.values() if s.state == READY and s.session is not None]
+
+    # ------------------------------------------------------------------ tools
+
+    def list_tools(self, *, include_lazy: bool = False) -> list[HostTool]:
+        """Every tool of every server that is up, each under its exposed name (config order).
+
+        With ``include_lazy=True`` lazy servers are brought up first (consent permitting).
+        """
+        self._check_open()
+        if include_lazy:
+            self.connect_all()
+        return list(self._tools.rebuild().values())
+
+    def resolve(self, name: str) -> HostTool:
+        """Which server and tool a (bare or qualified) name routes to.
+
+        An unknown name brings up idle lazy servers (consent permitting) before giving up
+        with :class:`UnknownTool` (a did-you-mean; the server's error when the name is
+        ``<server>__<tool>`` of a server that is not up).
+        """
+        self._check_open()
+        return self._tools.resolve(name)
+
+    def call_tool(
+        self, name: str, arguments: Mapping[str, Any] | None = None, **kwargs: Any
+    ) -> Any:
+        """Call a tool by its namespace name on the session that owns it (blocking).
+
+        ``kwargs`` go to ``Session.call_tool`` (``timeout``, ``on_progress``).
+        """
+        ht = self.resolve(name)
+        return self.session(ht.server).call_tool(ht.tool_name, arguments, **kwargs)
+
+    def submit_call_tool(
+        self, name: str, arguments: Mapping[str, Any] | None = None, **kwargs: Any
+    ) -> Future[Any]:
+        """Like :meth:`call_tool` but returns a ``concurrent.futures.Future``."""
+        ht = self.resolve(name)
+        return self.session(ht.server).submit_call_tool(ht.tool_name, arguments, **kwargs)
+
+    # ------------------------------------------------------------------ servers
 
     def session(self, name: str) -> Any:
         """The live session for ``name``; brings a lazy server up; raises its error if it failed.

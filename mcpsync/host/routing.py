@@ -1,49 +1,53 @@
 """The host's one tool namespace: bare names where one server owns a tool (sticky, in config
 order), ``server__tool`` always; rebuilt from the ready servers' ``list_tools``; a name
-resolves to its server, and calls route there.
+resolves to the server and tool it routes to, or to an ``UnknownTool`` that says why (a
+did-you-mean, or the error of the server the name points at when that server is down).
+
+``ToolNamespace`` is a member of :class:`~mcpsync.host.Host` (``host._tools``); it reads
+the host's server table and asks the host, through the two callables it is given, for the
+servers that are up and to bring up the lazy ones.
 """
 
 from __future__ import annotations
 
+import difflib
 import threading
-from collections.abc import Mapping
-from concurrent.futures import Future
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 from ..errors import CapabilityError, MCPSyncError
-from .servers import FAILED, IDLE, READY, REFUSED, HostTool, UnknownTool, _Server, qualified_name
+from .servers import FAILED, IDLE, REFUSED, HostTool, UnknownTool, _Server, qualified_name
 
 __all__: list[str] = []  # private to mcpsync.host
 
 
-class _ToolRouting:
-    """A mixin over :class:`~mcpsync.host.Host`'s state (declared here, set in its ``__init__``)."""
+class ToolNamespace:
+    """The tool names of the servers of one host, and where each routes.
 
-    _servers: dict[str, _Server]
-    _separator: str
-    _ns_lock: threading.RLock
-    _owners: dict[str, str]
-    _routes: dict[str, HostTool]
+    ``servers``: the host's table (read, never changed here); ``ready()``: the servers that
+    are up now (the host checks that each is still alive); ``bring_up_idle()``: bring up
+    the lazy servers not yet started (consent permitting)."""
 
-    if TYPE_CHECKING:
+    def __init__(
+        self,
+        servers: dict[str, _Server],
+        separator: str,
+        ready: Callable[[], list[_Server]],
+        bring_up_idle: Callable[[], object],
+    ) -> None:
+        self._servers = servers
+        self._separator = separator
+        self._ready = ready
+        self._bring_up_idle = bring_up_idle
+        self._lock = threading.RLock()
+        self._owners: dict[str, str] = {}  # bare tool name -> owning server (sticky)
+        self._routes: dict[str, HostTool] = {}  # exposed and qualified names
 
-        def _check_open(self) -> None: ...
-
-        def _check_alive(self, s: _Server) -> None: ...
-
-        def session(self, name: str) -> Any: ...
-
-        def connect_all(self, timeout: float | None = None) -> Any: ...
-
-    def _ready_servers(self) -> list[_Server]:
-        for s in self._servers.values():
-            self._check_alive(s)
-        return [s for s in self._servers.values() if s.state == READY and s.session is not None]
-
-    def _rebuild(self) -> dict[str, HostTool]:
-        with self._ns_lock:
+    def rebuild(self) -> dict[str, HostTool]:
+        """Ask every server that is up for its tools; return the exposed names' routes."""
+        with self._lock:
             per_server: list[tuple[str, list[Any]]] = []
-            for s in self._ready_servers():
+            for s in self._ready():
                 try:
                     tools = list(s.session.list_tools())
                     s.tools_error = None
@@ -72,62 +76,62 @@ class _ToolRouting:
             self._routes = routes
             return listed
 
-    def list_tools(self, *, include_lazy: bool = False) -> list[HostTool]:
-        """Every tool of every server that is up, each under its exposed name (config order).
-
-        With ``include_lazy=True`` lazy servers are brought up first (consent permitting).
-        """
-        self._check_open()
-        if include_lazy:
-            self.connect_all()
-        return list(self._rebuild().values())
+    def clear(self) -> None:
+        with self._lock:
+            self._routes.clear()
 
     def resolve(self, name: str) -> HostTool:
-        """Which server and tool a (bare or qualified) name routes to.
-
-        An unknown name brings up idle lazy servers (consent permitting) before giving up.
-        """
-        self._check_open()
-        ht = self._rebuild_if_needed(name)
+        """Which server and tool a (bare or qualified) name routes to; an unknown name
+        brings up idle lazy servers (consent permitting) before giving up."""
+        ht = self._lookup(name)
         if ht is None and any(s.state == IDLE for s in self._servers.values()):
-            self.connect_all()
-            ht = self._rebuild_if_needed(name, force=True)
+            self._bring_up_idle()
+            ht = self._lookup(name, force=True)
         if ht is None:
-            known = sorted(self._routes_listed())
-            hint = (
-                f"; tools: {', '.join(known[:20])}{' ...' if len(known) > 20 else ''}"
-                if known
-                else ""
-            )
-            down = [n for n, s in self._servers.items() if s.state in (FAILED, REFUSED)]
-            if down:
-                hint += f"; servers not up: {', '.join(down)}"
-            raise UnknownTool(f"no tool named {name!r}{hint}")
+            raise self._unknown(name)
         return ht
 
-    def _routes_listed(self) -> list[str]:
-        with self._ns_lock:
-            return [n for n, ht in self._routes.items() if ht.name == n]
-
-    def _rebuild_if_needed(self, name: str, force: bool = False) -> HostTool | None:
-        with self._ns_lock:
+    def _lookup(self, name: str, force: bool = False) -> HostTool | None:
+        with self._lock:
             if force or name not in self._routes:
-                self._rebuild()
+                self.rebuild()
             return self._routes.get(name)
 
-    def call_tool(
-        self, name: str, arguments: Mapping[str, Any] | None = None, **kwargs: Any
-    ) -> Any:
-        """Call a tool by its namespace name on the session that owns it (blocking).
+    def _near(self, name: str, routes: dict[str, HostTool]) -> str | None:
+        """The routable name ``name`` most likely meant: ``<server>.<tool>`` (or ``/``,
+        ``:``, ``-``, one ``_``) written for ``<server>__<tool>``, else a close spelling."""
+        for server_name in self._servers:
+            for mark in (".", "/", ":", "-", "_"):
+                if name.startswith(server_name + mark):
+                    guess = qualified_name(
+                        server_name, name[len(server_name) + 1 :], self._separator
+                    )
+                    if guess in routes:
+                        return guess
+        close = difflib.get_close_matches(name, list(routes), n=1, cutoff=0.75)
+        return close[0] if close else None
 
-        ``kwargs`` go to ``Session.call_tool`` (``timeout``, ``on_progress``).
-        """
-        ht = self.resolve(name)
-        return self.session(ht.server).call_tool(ht.tool_name, arguments, **kwargs)
-
-    def submit_call_tool(
-        self, name: str, arguments: Mapping[str, Any] | None = None, **kwargs: Any
-    ) -> Future:
-        """Like :meth:`call_tool` but returns a ``concurrent.futures.Future``."""
-        ht = self.resolve(name)
-        return self.session(ht.server).submit_call_tool(ht.tool_name, arguments, **kwargs)
+    def _unknown(self, name: str) -> UnknownTool:
+        """The error for a name nothing routes: the down server it names (with that
+        server's error as the cause), else a did-you-mean over every routable name and
+        the list of tools and of the servers that are not up."""
+        with self._lock:
+            routes = dict(self._routes)
+        for server_name, s in self._servers.items():
+            prefix = qualified_name(server_name, "", self._separator)
+            if name.startswith(prefix) and s.state in (FAILED, REFUSED):
+                error = UnknownTool(
+                    f"no tool named {name!r}: server {server_name!r} is not up "
+                    f"({s.state}: {s.error})"
+                )
+                error.__cause__ = s.error
+                return error
+        near = self._near(name, routes)
+        hint = f"; did you mean {near!r}?" if near else ""
+        known = sorted(n for n, ht in routes.items() if ht.name == n)
+        if known:
+            hint += f"; tools: {', '.join(known[:20])}{' ...' if len(known) > 20 else ''}"
+        down = [n for n, s in self._servers.items() if s.state in (FAILED, REFUSED)]
+        if down:
+            hint += f"; servers not up: {', '.join(down)}"
+        return UnknownTool(f"no tool named {name!r}{hint}")

@@ -244,6 +244,26 @@ def test_unknown_tool_lists_known_and_down_servers():
             host.session("q")
 
 
+def test_unknown_tool_says_why_a_qualified_name_does_not_route():
+    """``b__x`` of a server that is down says so with the server's error (the cause); a
+    near miss (``a.x``, ``a__xx``) gets a did-you-mean."""
+    down = ConnectError("cannot reach b: connection refused")
+    net = FakeNet(a=Behaviour(tools=["x", "search_files"]), b=Behaviour(fail=down))
+    with Host(cfg("a", "b"), connect=net.connect) as host:
+        with pytest.raises(UnknownTool) as caught:
+            host.call_tool("b__x")
+        assert str(caught.value) == (
+            "no tool named 'b__x': server 'b' is not up (failed: cannot reach b: connection refused)"
+        )
+        assert caught.value.__cause__ is down
+        with pytest.raises(UnknownTool, match=r"no tool named 'a\.x'; did you mean 'a__x'\?"):
+            host.call_tool("a.x")
+        with pytest.raises(
+            UnknownTool, match=r"did you mean 'search_files'\?; tools: search_files, x"
+        ):
+            host.call_tool("search_file")
+
+
 def test_close_is_parallel_and_bounded():
     stuck = threading.Event()  # never set during close: that session's close hangs
     parties = threading.Barrier(2, timeout=WAIT)
@@ -386,7 +406,8 @@ HANG = {
 
 def test_close_stops_a_server_that_is_still_starting():
     before = _children()
-    host = Host({"hang": HANG, "demo": DEMO}, start_timeout=0.5).start()
+    host = Host({"hang": HANG, "demo": DEMO}).start(timeout=0)  # returns at once
+    assert host._servers["demo"].done.wait(WAIT)  # (waiting on the bring-up, not a clock)
     rows = {r.name: r.state for r in host.status()}
     assert rows == {"hang": "connecting", "demo": "ready"}
     started = [psutil.Process(pid) for pid in _children() - before]
