@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ..config import ServerEntry
-from ..errors import AuthError, CapabilityError, MCPSyncError
+from ..errors import AuthError, CapabilityError, MCPSyncError, ServerExited
 from .results import CallResult, EntryResult, _error_text, classify
 
 if TYPE_CHECKING:
@@ -176,8 +176,8 @@ def run_entry(entry: ServerEntry, options: SmokeOptions) -> EntryResult:
                 seconds=status.seconds,
                 failure=classify(err),
                 error=_error_text(err),
-                exit_code=getattr(err, "exit_code", None),
-                stderr_tail=getattr(err, "stderr_tail", "") or "",
+                exit_code=err.exit_code if isinstance(err, ServerExited) else None,
+                stderr_tail=err.stderr_tail if isinstance(err, ServerExited) else "",
                 state="refused" if status.state == "refused" else "failed",
             )
         if status.state == "disabled":

@@ -183,7 +183,7 @@ def mcp_cassette(request: pytest.FixtureRequest) -> Any:
 
 def _bring_up(kwargs: dict[str, Any], label: str) -> Any:
     """``Session.connect`` with a stdio transport made here, so its stderr tail can be shown."""
-    from ..errors import STDERR_TAIL, MCPSyncError
+    from ..errors import STDERR_TAIL, MCPSyncError, ServerExited
     from ..session import Session
 
     transport = None
@@ -206,10 +206,12 @@ def _bring_up(kwargs: dict[str, Any], label: str) -> Any:
         lines = [f"MCP server {label} did not come up: {type(exc).__name__}: {exc}"]
         if transport is not None:
             proc = transport.process
-            code = getattr(exc, "exit_code", None)
+            code = exc.exit_code if isinstance(exc, ServerExited) else None
             if code is None and proc is not None:
                 code = proc.poll()
-            tail = getattr(exc, "stderr_tail", "") or transport.stderr_tail()
+            tail = (exc.stderr_tail if isinstance(exc, ServerExited) else "") or (
+                transport.stderr_tail()
+            )
             if "exit code" not in str(exc):
                 lines.append(
                     f"exit code: {code if code is not None else 'still running (stopped)'}"
