@@ -546,7 +546,7 @@ def _modern(
     meta = dict_at(result, "_meta")
     server_info = meta.get(SERVER_INFO_KEY) or result.get("serverInfo")
     if not isinstance(server_info, dict) or "name" not in server_info:
-        server_info = {"name": getattr(conn, "name", "server"), "version": ""}
+        server_info = {"name": conn.name, "version": ""}
     server_info = {"version": "", **server_info}
     supported = result.get("supportedVersions")
     instructions = result.get("instructions")

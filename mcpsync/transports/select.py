@@ -105,7 +105,7 @@ def candidates(
     """
     if isinstance(target, Transport):
         given = target
-        return name or getattr(given, "name", None) or given.kind, [lambda: given]
+        return name or given.name or given.kind, [lambda: given]
     if is_url(target):
         name = name or target.split("://", 1)[1].split("/", 1)[0]
         return name, http_candidates(target, transport, deadline, name=name, **http_options)
