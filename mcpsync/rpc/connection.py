@@ -66,7 +66,7 @@ from ..errors import (
     SessionClosed,
 )
 from ..telemetry import Instrument
-from ..transports.base import Message, Transport
+from ..transports.base import TIMEOUT_TAIL_LINES, Message, Transport
 from .calls import (
     DEFAULT,
     DEFAULT_OPTIONS,
@@ -103,9 +103,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("mcpsync")
-
-#: the server's last stderr lines a call's ``RequestTimeout`` quotes (stdio; the tail keeps more)
-TIMEOUT_TAIL_LINES = 10
 
 #: A server-to-client request handler: params -> result (a dict or a pydantic model).
 RequestHandler = Callable[[dict[str, Any]], Any]
