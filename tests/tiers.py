@@ -277,6 +277,10 @@ RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
         ("timing",),
     ),
     ("test_probe_crash.py::test_host_close_stops_the_fresh_process_of_a_restart", ("timing",)),
+    (  # asserts the first process is under the probe's patience
+        "test_probe_crash.py::test_the_first_process_pays_one_restart_the_second_none",
+        ("timing",),
+    ),
     ("test_protocol_seam.py::test_close_joins_every_thread_within_one_deadline", ("timing",)),
     ("test_protocol_seam.py::test_connect_imports_what_typed_results_need", ("real_server",)),
     ("test_protocol_seam.py::test_each_host_holds_its_own_caches", ("real_server",)),

@@ -58,6 +58,7 @@ from typing import Any
 
 from .. import jsonrpc
 from ..errors import (
+    STDERR_TAIL,
     MCPSyncError,
     ProtocolError,
     RequestCancelled,
@@ -65,7 +66,7 @@ from ..errors import (
     SessionClosed,
 )
 from ..telemetry import Instrument
-from ..transports.base import Message, Transport
+from ..transports.base import TIMEOUT_TAIL_LINES, Message, Transport
 from .calls import (
     DEFAULT,
     DEFAULT_OPTIONS,
@@ -561,9 +562,12 @@ class Connection:
         """Fail a call whose deadline passed (and tell the server); False if it left already."""
         if self._pending.pop(call.id, None) is None:
             return False
-        error = RequestTimeout(
-            f"{call.method} to {self.name!r}: no response within {call.timeout:g} s"
-        )
+        message = f"{call.method} to {self.name!r}: no response within {call.timeout:g} s"
+        tail = self.transport.stderr_tail()  # stdio: what the server said while it was stuck
+        if tail:
+            lines = tail.splitlines()[-TIMEOUT_TAIL_LINES:]
+            message += f"\n{STDERR_TAIL}\n" + "\n".join(lines)
+        error = RequestTimeout(message)
         # Whoever takes a call out of the table tells the server: here the timeout, or a
         # future.cancel() that came in between (its own _on_cancelled finds the table empty).
         settled = call.settle(None, error)

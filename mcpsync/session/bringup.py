@@ -123,6 +123,7 @@ def first_ready(
     (``unwind``): the caller has its error by ``deadline`` + ``UNWIND_GRACE``."""
     last_error: BaseException | None = None
     restarted = ""  # why the server was started again (it died of the probe), if it was
+    died_of_probe = 0.0  # seconds of the process that died of the probe (its "probe" phase)
     for position, make_transport in enumerate(candidates):
         if position and deadline is not None and time.monotonic() >= deadline:
             raise RequestTimeout(
@@ -164,9 +165,12 @@ def first_ready(
                     "older SDKs do); a fresh process of it answered initialize: legacy"
                 )
                 candidates.insert(position + 1, _again(make_transport, chosen))
+                died_of_probe = time.perf_counter() - t0
                 last_error = exc
                 continue
             raise
+        if died_of_probe:  # where the first process's time went: the fresh one sent no probe
+            session.phases["probe"] = session.phases.get("probe", 0.0) + died_of_probe
         return session
     assert last_error is not None
     raise last_error

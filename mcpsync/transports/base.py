@@ -42,12 +42,17 @@ from typing import Any
 from ..runtime.lifecycle import UNOWNED, Owner, forked, own
 from ..runtime.lifecycle import error as _forked_error
 
-__all__ = ["Transport", "Features", "Message", "OnMessage", "OnClose", "OnError"]
+__all__ = ["Transport", "Features", "Message", "OnMessage", "OnClose", "OnError",
+           "TIMEOUT_TAIL_LINES"]  # fmt: skip
 
 Message = dict[str, Any]
 OnMessage = Callable[[Message], None]
 OnClose = Callable[[BaseException | None], None]
 OnError = Callable[[BaseException], None]
+
+#: the server's last stderr lines a call's ``RequestTimeout`` quotes (``rpc.connection``);
+#: ``Transport.stderr_tail()`` keeps more
+TIMEOUT_TAIL_LINES = 10
 
 log = logging.getLogger("mcpsync")
 

@@ -91,6 +91,23 @@ def test_the_first_process_pays_one_restart_the_second_none(tmp_path: Path):
     assert seen(count)[-4:] == FIRST and "fresh process" in third["reason"]
 
 
+def test_an_old_sdk_that_says_nothing_until_its_next_line(tmp_path: Path):
+    """mcp 1.6.0 as it is (PyPI chroma-mcp 0.2.6 on it): after the probe it writes nothing
+    at all until the next line arrives, so nothing on stderr ends the probe's wait; the
+    ``initialize`` sent after the probe's patience kills it, a fresh process answers, and
+    the next process starts it once with no probe."""
+    count, cache = tmp_path / "count", tmp_path / "cache"
+    argv = [sys.executable, SERVER, "--old-sdk-quiet", "--count", str(count)]
+    first = run_script(argv, cache)
+    assert seen(count) == FIRST
+    assert first["era"] == "legacy" and first["echo"] == "alive" and first["probe"]
+    assert "fresh process" in first["reason"] and "remembered" not in first["reason"]
+    second = run_script(argv, cache)
+    assert seen(count) == [*FIRST, "start", "initialize"]  # one process, no probe
+    assert second["era"] == "legacy" and second["echo"] == "alive" and not second["probe"]
+    assert "remembered" in second["reason"] and "earlier process" in second["reason"]
+
+
 def test_the_verdict_is_data_and_names_no_secret(tmp_path: Path):
     count, cache = tmp_path / "count", tmp_path / "cache"
     argv = [*old_sdk_argv(count)]

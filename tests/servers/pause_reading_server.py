@@ -1,7 +1,8 @@
 """A stdio MCP server (2025-11-25, no SDK) that stops reading its stdin for a while.
 
 For tests/session/test_call_bound.py. Tools: ``pause {"seconds": S}`` answers, then reads nothing
-from stdin for S seconds (a client's big write stalls on the full pipe), then reads on;
+from stdin for S seconds (a client's big write stalls on the full pipe), saying so on
+stderr, then reads on;
 ``trickle {"every": S}`` writes its reply (about 80 bytes) a byte every S seconds;
 ``echo {"message": M}`` answers with the length of M (``len=N``).
 """
@@ -34,7 +35,10 @@ def main() -> None:
                 })  # fmt: skip
             elif method == "tools/call" and params.get("name") == "pause":
                 reply(rid, {"content": [{"type": "text", "text": "paused"}]})
-                time.sleep(float(params["arguments"]["seconds"]))
+                seconds = float(params["arguments"]["seconds"])
+                sys.stderr.write(f"pausing: not reading stdin for {seconds:g} s\n")
+                sys.stderr.flush()
+                time.sleep(seconds)
             elif method == "tools/call" and params.get("name") == "trickle":
                 text = json.dumps({"jsonrpc": "2.0", "id": rid, "result": {"content": []}}) + "\n"
                 for char in text:

@@ -11,9 +11,12 @@ Owns: one flag per bring-up fault a user meets:
 --keep-running       do not exit at stdin EOF (the shutdown ladder must signal it)
 --ignore-term        ignore SIGTERM (the ladder must reach SIGKILL)
 --stderr TEXT        write TEXT (``\\n`` for line breaks) to stderr at start, then serve
---old-sdk            die of ``server/discover`` as servers built with old SDKs do (mcp
-                     1.6.0 via chroma-mcp): a traceback naming the method on stderr, then
-                     deaf until the next line arrives, then exit 1
+--old-sdk            die of ``server/discover``, saying so at once: a traceback naming the
+                     method on stderr, then deaf until the next line arrives, then exit 1
+--old-sdk-quiet      die of ``server/discover`` as mcp 1.6.0 really does (PyPI chroma-mcp
+                     0.2.6 on it, measured): nothing at all until the next line arrives
+                     (its stdin is read in a worker thread the failed session cannot
+                     cancel), then that traceback, then exit 1
 --old-sdk-survives   the same traceback on ``server/discover``, left unanswered, and then
                      serve on (``initialize`` works)
 --silent-if-restarted  with --count: a process that finds a start noted before its own
@@ -59,6 +62,7 @@ def main() -> int:
     parser.add_argument("--stderr", default="")
     parser.add_argument("--old-sdk", action="store_true")
     parser.add_argument("--old-sdk-survives", action="store_true")
+    parser.add_argument("--old-sdk-quiet", action="store_true")
     parser.add_argument("--silent-if-restarted", action="store_true")
     args = parser.parse_args()
     if args.silent_if_restarted and args.count and os.path.exists(args.count):
@@ -79,13 +83,17 @@ def main() -> int:
             continue
         if (
             method == "server/discover"
-            and (args.old_sdk or args.old_sdk_survives)
+            and (args.old_sdk or args.old_sdk_survives or args.old_sdk_quiet)
             and not initialized
         ):
+            if args.old_sdk_quiet:
+                sys.stdin.readline()  # deaf and silent until the next line, then the traceback
             sys.stderr.write(TRACEBACK + "\n")
             sys.stderr.flush()
             if args.old_sdk_survives:
                 continue
+            if args.old_sdk_quiet:
+                return 1
             sys.stdin.readline()  # its session died: deaf until the next line, then gone
             return 1
         if method == "initialize":

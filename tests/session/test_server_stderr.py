@@ -131,6 +131,30 @@ def test_a_silent_server_s_timeout_carries_what_it_printed(no_leaks):
     assert "error: cannot reach the database" in str(info.value)
 
 
+def test_a_call_that_times_out_carries_what_the_server_printed(no_leaks):
+    """A stdio server that says why it is stuck (on stderr) and never answers: the call's
+    ``RequestTimeout`` has those words, and the session still answers afterwards."""
+    argv = [sys.executable, str(SERVERS_DIR / "stall_server.py")]
+    with mcpsync.Session.connect(argv, _caches=Caches()) as s:
+        with pytest.raises(mcpsync.RequestTimeout) as info:
+            s.call_tool("hang", {}, timeout=0.5)
+        assert "no response within 0.5 s" in str(info.value)
+        assert "--- last stderr lines ---\n" in str(info.value)
+        assert "got tools/call" in str(info.value)  # what the server wrote about this call
+        assert s.call_tool("echo", {"message": "still here"}).content[0].text == "still here"
+
+
+def test_a_write_the_server_does_not_read_carries_what_it_printed(no_leaks):
+    """A stdio server that stops reading its stdin (and says so on stderr): the timeout of
+    a call whose request it does not take has its words."""
+    argv = [sys.executable, str(SERVERS_DIR / "pause_reading_server.py")]
+    with mcpsync.Session.connect(argv, era="legacy", _caches=Caches()) as s:
+        assert s.call_tool("pause", {"seconds": 3}, timeout=5).content[0].text == "paused"
+        with pytest.raises(mcpsync.RequestTimeout) as info:
+            s.call_tool("echo", {"message": "x" * 4_000_000}, timeout=0.5)
+        assert "--- last stderr lines ---\npausing: not reading stdin for 3 s" in str(info.value)
+
+
 def test_the_words_that_count_as_trouble():
     from mcpsync.session.serverlog import looks_like_trouble
 
