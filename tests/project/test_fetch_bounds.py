@@ -346,11 +346,12 @@ def _guarded(site: HostileHTTP, token: Route) -> None:
     site.routes["/token"] = token
 
 
-@pytest.mark.parametrize("token", ["trickled", "deep", "huge"])
+@pytest.mark.parametrize("token", ["trickled", "trickled-head", "deep", "huge"])
 def test_token_reply_is_bounded_through_connect(site, token, no_leaks):
     reply = json.dumps({"access_token": "t", "token_type": "Bearer", "expires_in": 60}).encode()
     _guarded(site, {
         "trickled": Route(body=reply, trickle=1, every=0.5),
+        "trickled-head": Route(body=reply, head_every=0.5),  # ~50 s at this pace
         "deep": Route(body=DEEP),
         "huge": Route(body=b" " * 65536, repeat=256, length=False),
     }[token])  # fmt: skip
@@ -365,6 +366,7 @@ def test_token_reply_is_bounded_through_connect(site, token, no_leaks):
     asked = [t for t, m, p in site.seen if (m, p) == ("POST", "/token")]
     words = {
         "trickled": "timeout=2 s",
+        "trickled-head": "timeout=2 s",
         "deep": "nested deeper than 64 levels",
         "huge": "larger than 1048576 bytes",
     }[token]

@@ -1,7 +1,8 @@
 """A scripted, misbehaving HTTP/1.1 server on 127.0.0.1, in the test process.
 
 Each path has a ``Route``: the status, headers and body to send, and how badly: a delay
-before the status line (``head_delay``), the body sent ``trickle`` bytes at a time with a
+before the status line (``head_delay``), the status line and headers sent one byte at a
+time with ``head_every`` seconds between bytes, the body sent ``trickle`` bytes at a time with a
 pause between pieces (``every``), no Content-Length (``length=False``: the body ends when
 the connection closes). Unknown paths get 404 (with ``default`` they get that route).
 Every wait is on the server's stop event, so ``stop()`` ends every connection at once and
@@ -31,6 +32,7 @@ class Route:
     body: bytes = b""
     headers: dict[str, str] = field(default_factory=lambda: {"Content-Type": "application/json"})
     head_delay: float = 0.0
+    head_every: float = 0.0  # > 0: the head sent one byte at a time, this pause between bytes
     trickle: int = 0  # bytes per piece; 0: the whole body at once
     every: float = 0.0  # pause between pieces
     length: bool = True  # send Content-Length (else the body ends at close)
@@ -130,7 +132,13 @@ class HostileHTTP:
             if route.length:
                 out.append(f"Content-Length: {len(route.body) * route.repeat}")
             out.append("Connection: close")
-            conn.sendall(("\r\n".join(out) + "\r\n\r\n").encode("latin-1"))
+            whole = ("\r\n".join(out) + "\r\n\r\n").encode("latin-1")
+            if not route.head_every:
+                conn.sendall(whole)
+            for i in range(len(whole) if route.head_every else 0):
+                conn.sendall(whole[i : i + 1])
+                if self._stop.wait(route.head_every):
+                    return
             for _ in range(route.repeat):
                 if not route.trickle:
                     conn.sendall(route.body)
