@@ -12,11 +12,13 @@ and each ``server/discover`` / ``initialize`` it reads in FILE: what the tests c
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -160,7 +162,22 @@ def test_a_server_that_exits_for_another_reason_is_not_started_again(tmp_path: P
     assert seen(count) == ["start"] and not (tmp_path / FILE_NAME).exists()
 
 
-@pytest.mark.parametrize("damage", ["garbage", "deep", "wrong-shape", "too-old", "symlink"])
+def _rescue_a_reader_of(fifo: Path, after: float) -> tuple[threading.Timer, threading.Event]:
+    """A timer that, ``after`` seconds, opens ``fifo`` for writing (a reader blocked in
+    ``open()`` goes on) and sets the event: a blocked connect then fails, not hangs."""
+    fired = threading.Event()
+
+    def rescue() -> None:
+        fired.set()
+        with contextlib.suppress(OSError):
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+
+    timer = threading.Timer(after, rescue)
+    timer.name = "test-fifo-rescue"
+    return timer, fired
+
+
+@pytest.mark.parametrize("damage", ["garbage", "deep", "wrong-shape", "too-old", "symlink", "fifo"])
 def test_a_corrupt_or_foreign_file_counts_as_absent(tmp_path: Path, damage: str):
     count, cache = tmp_path / "count", tmp_path / "cache"
     cache.mkdir(mode=0o700)
@@ -179,13 +196,25 @@ def test_a_corrupt_or_foreign_file_counts_as_absent(tmp_path: Path, damage: str)
     elif damage == "too-old":
         good["verdicts"][key]["at"] = time.time() - 365 * 24 * 3600
         kept.write_text(json.dumps(good))
+    elif damage == "fifo":  # opening a FIFO to read waits for a writer: must not block
+        kept.unlink()
+        os.mkfifo(kept, 0o600)
     else:  # a symlink planted where the file goes: not followed, the target untouched
         target.write_text(json.dumps(good))
         kept.unlink()
         kept.symlink_to(target)
     before = target.read_bytes() if damage == "symlink" else b""
-    with mcpsync.Session.connect(old_sdk_argv(count), _caches=fresh_caches(cache)) as s:
-        assert "fresh process" in s.era_reason  # probed again: nothing was trusted
+    rescue, rescued = _rescue_a_reader_of(kept, 20.0)
+    if damage == "fifo":
+        rescue.start()
+    try:
+        with mcpsync.Session.connect(old_sdk_argv(count), _caches=fresh_caches(cache)) as s:
+            assert "fresh process" in s.era_reason  # probed again: nothing was trusted
+    finally:
+        rescue.cancel()
+        if damage == "fifo":
+            rescue.join()
+    assert not rescued.is_set(), "connect blocked opening a FIFO planted at the verdict file"
     assert seen(count) == FIRST + FIRST
     assert json.loads(kept.read_text())["verdicts"][key]["era"] == "legacy"  # written anew
     if damage == "symlink":
