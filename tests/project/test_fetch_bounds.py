@@ -394,3 +394,39 @@ def test_icon_fetch_is_bounded(site, no_leaks):
     site.routes["/icon.png"] = Route(body=PNG, headers={"Content-Type": "image/png"})
     fetched = fetch_icon(icon, timeout=2.0)
     assert fetched is not None and fetched.kind == "data" and fetched.data == PNG
+
+
+# -- https with Session.connect(verify=): the OAuth session's pinned TLS adapter -------------
+
+
+@pytest.fixture
+def tls_site(tmp_path) -> Iterator[tuple[HostileHTTP, str]]:
+    """An https ``HostileHTTP`` and the CA file that verifies it."""
+    pytest.importorskip("cryptography")
+    from servers.selfsigned import make_pki
+
+    pki = make_pki(tmp_path)
+    with HostileHTTP(tls=(pki["cert"], pki["key"])) as s:
+        yield s, pki["ca"]
+
+
+@pytest.mark.parametrize(
+    "path", ["/.well-known/oauth-protected-resource/mcp", "/token"], ids=["prm", "token"]
+)
+def test_a_trickled_head_is_cut_with_pinned_tls_settings(tls_site, path, no_leaks):
+    # verify= mounts mcpsync's own adapter on the OAuth session (TLS settings that win over
+    # REQUESTS_CA_BUNDLE); its fetches kept requests' per-read bound: 30 s, connect_timeout
+    site, ca = tls_site
+    reply = json.dumps({"access_token": "t", "token_type": "Bearer", "expires_in": 60}).encode()
+    _guarded(site, Route(body=reply))
+    site.routes[path] = Route(body=site.routes[path].body, head_every=0.5)  # ~50 s at this pace
+    auth = mcpsync.auth.OAuth.client_credentials("svc", "s3cret-value", timeout=2.0)
+    with pytest.raises(AuthError) as info:
+        mcpsync.Session.connect(
+            site.url("/mcp"), auth=auth, connect_timeout=30, verify=ca, transport="streamable-http"
+        )
+    ended = time.monotonic()
+    auth.close()
+    asked = [t for t, _, p in site.seen if p == path]
+    assert "timeout=2 s" in str(info.value) and "s3cret" not in str(info.value)
+    assert len(asked) == 1 and ended - asked[0] <= 2.0 + SLACK, ended - asked[0]

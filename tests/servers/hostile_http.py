@@ -16,6 +16,7 @@ joins every thread it started.
 from __future__ import annotations
 
 import socket
+import ssl
 import threading
 import time
 from dataclasses import dataclass, field
@@ -40,7 +41,8 @@ class Route:
 
 
 class HostileHTTP:
-    def __init__(self) -> None:
+    def __init__(self, tls: tuple[str, str] | None = None) -> None:
+        """``tls``: (certificate file, key file) to serve https."""
         self.routes: dict[str, Route] = {}
         self.default: Route | None = None
         self.seen: list[tuple[float, str, str]] = []  # (monotonic, method, path)
@@ -51,7 +53,11 @@ class HostileHTTP:
         self._listener = socket.create_server(("127.0.0.1", 0))
         self._listener.settimeout(0.1)
         self.port = self._listener.getsockname()[1]
-        self.origin = f"http://127.0.0.1:{self.port}"
+        self._tls: ssl.SSLContext | None = None
+        if tls is not None:
+            self._tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            self._tls.load_cert_chain(*tls)
+        self.origin = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
         self._accepter = threading.Thread(
             target=self._accept, name="test-hostile-http", daemon=True
         )
@@ -105,6 +111,12 @@ class HostileHTTP:
     def _serve(self, conn: socket.socket) -> None:
         try:
             conn.settimeout(10)
+            if self._tls is not None:  # the handshake here, in the connection's thread
+                wrapped = self._tls.wrap_socket(conn, server_side=True)
+                with self._lock:  # stop() shuts down the socket that is in use
+                    self._conns.discard(conn)
+                    self._conns.add(wrapped)
+                conn = wrapped
             data = b""
             while b"\r\n\r\n" not in data:
                 piece = conn.recv(65536)
