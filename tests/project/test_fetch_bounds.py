@@ -70,6 +70,14 @@ def test_card_trickled_body_is_cut_at_the_deadline(site, no_leaks):
     assert "timeout=2 s" in str(exc) and "/mcp/server-card" in str(exc)
 
 
+def test_card_trickled_head_is_cut_at_the_deadline(site, no_leaks):
+    # the status line and headers one byte every 0.5 s (each read returns; ~40 s in all)
+    site.routes["/mcp/server-card"] = Route(body=json.dumps(CARD).encode(), head_every=0.5)
+    elapsed, exc = timed(lambda: card(site.url("/mcp"), 2.0), CardTimeout)
+    assert 2.0 - 0.2 <= elapsed <= 2.0 + SLACK, elapsed
+    assert "timeout=2 s" in str(exc) and "/mcp/server-card" in str(exc)
+
+
 def test_card_places_share_one_deadline(site):
     # all 7 places answer 404, each after 0.9 s: one fresh timeout per place took 6.3 s
     site.default = Route(404, b"no", head_delay=0.9)
