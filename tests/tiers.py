@@ -142,6 +142,7 @@ RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_fetch_bounds.py::test_card_trickled_body_is_cut_at_the_deadline", ("timing",)),
     ("test_fetch_bounds.py::test_card_trickled_head_is_cut_at_the_deadline", ("timing",)),
     ("test_fetch_bounds.py::test_catalog_entries_share_one_deadline", ("timing",)),
+    ("test_fetch_bounds.py::test_every_auth_fetch_is_bounded_through_connect", ("timing",)),
     ("test_fetch_bounds.py::test_headless_redirect_hops_share_one_deadline", ("timing",)),
     ("test_fetch_bounds.py::test_headless_redirect_reads_no_page", ("timing",)),
     ("test_fetch_bounds.py::test_icon_fetch_is_bounded", ("timing",)),

@@ -438,3 +438,79 @@ def test_a_trickled_head_is_cut_with_pinned_tls_settings(tls_site, path, no_leak
     asked = [t for t, _, p in site.seen if p == path]
     assert "timeout=2 s" in str(info.value) and "s3cret" not in str(info.value)
     assert len(asked) == 1 and ended - asked[0] <= 2.0 + SLACK, ended - asked[0]
+
+
+# -- every auth fetch through the public API: Session.connect(url, auth=OAuth(...)) ----------
+
+
+def _auth_world(site: HostileHTTP) -> None:
+    """An MCP endpoint behind OAuth whose authorization server offers registration, the
+    authorization code (a headless redirect), the device flow and the jwt-bearer grant."""
+    o = site.origin
+    _guarded(site, Route(body=json.dumps({"access_token": "t", "token_type": "Bearer"}).encode()))
+    site.routes["/.well-known/oauth-authorization-server"] = Route(
+        body=json.dumps({
+            "issuer": o, "token_endpoint": o + "/token", "authorization_endpoint": o + "/authorize",
+            "registration_endpoint": o + "/register", "device_authorization_endpoint": o + "/device",
+            "code_challenge_methods_supported": ["S256"],
+            "grant_types_supported": ["authorization_code", "refresh_token", DEVICE_GRANT, JWT_GRANT],
+        }).encode()
+    )  # fmt: skip
+    site.routes["/register"] = Route(201, json.dumps({"client_id": "cid"}).encode())
+    site.routes["/device"] = Route(
+        body=json.dumps({**DEVICE, "verification_uri": o + "/d"}).encode()
+    )
+    site.routes["/idp/token"] = Route(body=json.dumps(JAG).encode())
+
+
+DEVICE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
+JWT_GRANT = "urn:ietf:params:oauth:grant-type:jwt-bearer"
+AUTH_FETCHES: dict[str, tuple[str, Callable[[HostileHTTP], Any]]] = {
+    "prm": (
+        "/.well-known/oauth-protected-resource/mcp",
+        lambda s: mcpsync.auth.OAuth(redirect="headless", timeout=2.0),
+    ),
+    "as-metadata": (
+        "/.well-known/oauth-authorization-server",
+        lambda s: mcpsync.auth.OAuth(redirect="headless", timeout=2.0),
+    ),
+    "registration": ("/register", lambda s: mcpsync.auth.OAuth(redirect="headless", timeout=2.0)),
+    "device": ("/device", lambda s: mcpsync.auth.OAuth(redirect="device", timeout=2.0)),
+    "id-jag": (
+        "/idp/token",
+        lambda s: mcpsync.auth.OAuth.enterprise_managed(
+            "app",
+            "s3cret-value",
+            id_token="idt",
+            idp_token_endpoint=s.url("/idp/token"),
+            timeout=2.0,
+        ),  # fmt: skip
+    ),
+}
+HOSTILE = {
+    "head": lambda r: Route(r.status, r.body, r.headers, head_every=0.5),
+    "body": lambda r: Route(r.status, r.body, r.headers, trickle=1, every=0.5),
+    "deep": lambda r: Route(r.status, DEEP, r.headers),
+}
+
+
+@pytest.mark.parametrize("how", list(HOSTILE))
+@pytest.mark.parametrize("fetched", list(AUTH_FETCHES))
+def test_every_auth_fetch_is_bounded_through_connect(site, fetched, how, no_leaks):
+    """Each document OAuth fetches on a server's word, trickled (head or body, 1 byte /
+    0.5 s) or nested 200,000 deep: an AuthError naming it within OAuth(timeout=2) + 0.5 s
+    of its request, whatever connect_timeout allows."""
+    _auth_world(site)
+    path, make = AUTH_FETCHES[fetched]
+    site.routes[path] = HOSTILE[how](site.routes[path])
+    auth = make(site)
+    with pytest.raises(AuthError) as info:
+        mcpsync.Session.connect(
+            site.url("/mcp"), auth=auth, connect_timeout=30, transport="streamable-http"
+        )
+    ended = time.monotonic()
+    auth.close()
+    asked = [t for t, _, p in site.seen if p == path]
+    words = "nested deeper than 64 levels" if how == "deep" else "timeout=2 s"
+    assert words in str(info.value) and "s3cret" not in str(info.value), info.value
+    assert len(asked) == 1 and ended - asked[0] <= 2.0 + SLACK, (ended - asked[0], site.paths())
