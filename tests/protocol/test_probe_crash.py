@@ -59,12 +59,13 @@ with mcpsync.Session.connect(json.loads(sys.argv[1]), connect_timeout=30) as s:
 """
 
 
-def run_script(argv: list[str], cache: Path) -> dict:
-    """``Session.connect(argv)`` in a fresh interpreter whose cache folder is ``cache``."""
+def run_script(argv: list[str], cache: Path, umask: int = -1) -> dict:
+    """``Session.connect(argv)`` in a fresh interpreter whose cache folder is ``cache``
+    (and whose umask is ``umask``, when given)."""
     env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
     done = subprocess.run(
         [sys.executable, "-c", SCRIPT, json.dumps(argv)],
-        capture_output=True, text=True, env=env, timeout=60,
+        capture_output=True, text=True, env=env, timeout=60, umask=umask,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
@@ -91,6 +92,17 @@ def test_the_first_process_pays_one_restart_the_second_none(tmp_path: Path):
 
     third = run_script(argv, tmp_path / "another-cache")  # another user: probes again
     assert seen(count)[-4:] == FIRST and "fresh process" in third["reason"]
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid"), reason="POSIX modes")
+@pytest.mark.parametrize("mask", [0o000, 0o022], ids=oct)
+def test_the_verdict_folder_and_file_are_private_whatever_the_umask(tmp_path: Path, mask: int):
+    count, cache = tmp_path / "count", tmp_path / "xdg"  # XDG_CACHE_HOME itself is new too
+    assert run_script(old_sdk_argv(count), cache, umask=mask)["era"] == "legacy"
+    kept = cache / "mcpsync" / FILE_NAME
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o600
+    assert stat.S_IMODE(kept.parent.stat().st_mode) == 0o700
+    assert stat.S_IMODE(cache.stat().st_mode) == 0o700
 
 
 def test_the_verdict_is_data_and_names_no_secret(tmp_path: Path):
