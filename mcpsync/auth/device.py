@@ -41,7 +41,7 @@ import time
 import webbrowser
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 import requests
 
@@ -81,26 +81,15 @@ class DeviceUnavailable(AuthError):
 
 
 class _Observed:
-    """The poll's view of the HTTP session: what the last token POST met (unreachable, or
-    its status), so a hiccup can be told from an answer. Everything else is the session's."""
+    """What the last token POST met (unreachable, or its status), told by
+    ``post_token_request`` (``record``), so a hiccup can be told from an answer."""
 
-    def __init__(self, http: requests.Session) -> None:
-        self._http = http
+    def __init__(self) -> None:
         self.status: int | None = None
         self.unreachable: str | None = None
 
-    def post(self, *args: Any, **kwargs: Any) -> requests.Response:
-        self.status = self.unreachable = None
-        try:
-            r = self._http.post(*args, **kwargs)
-        except (requests.ConnectionError, requests.Timeout) as exc:
-            self.unreachable = type(exc).__name__
-            raise
-        self.status = r.status_code
-        return r
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._http, name)
+    def record(self, status: int | None, unreachable: str | None) -> None:
+        self.status, self.unreachable = status, unreachable
 
     def hiccup(self, exc: AuthError) -> str | None:
         """What went wrong when ``exc`` is worth another poll (None: it is final)."""
@@ -271,13 +260,14 @@ class DeviceFlow(Grant):
                     error="expired_token",
                     step="device_code",
                 )
-            observed = _Observed(http)
+            observed = _Observed()
             try:
                 tok = _token_request(
-                    cast(requests.Session, observed), asm, client, DEVICE_CODE_GRANT,
+                    http, asm, client, DEVICE_CODE_GRANT,
                     {"device_code": code.device_code, "resource": resource},
                     timeout=min(timeout, max(deadline - self.clock(), _MIN_POLL)),
                     allow_insecure=allow_insecure, secrets=[code.device_code], dpop=dpop,
+                    observe=observed.record,
                 )  # fmt: skip
             except AuthError as exc:
                 hiccup = observed.hiccup(exc)

@@ -26,7 +26,7 @@ import json
 import secrets
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -35,6 +35,7 @@ import requests
 
 from ..errors import AuthError, AuthServerUnreachable, ConfigError
 from ..transports.http.fetch import MAX_BYTES, Deadline, load_json, read_body
+from ..transports.http.headbound import send_bounded
 from ._util import log, short
 
 __all__ = [
@@ -414,6 +415,12 @@ def _oauth_error(r: requests.Response) -> str | None:
     return error if isinstance(error, str) else None
 
 
+#: what ``post_token_request`` tells an observer of each attempt: ``(status, None)`` when a
+#: reply came, ``(None, kind)`` when none did (refused, reset, timed out: ``ConnectionError``,
+#: ``ReadTimeout``, ...)
+Observer = Callable[[int | None, str | None], None]
+
+
 def post_token_request(
     http: requests.Session,
     endpoint: str,
@@ -422,29 +429,50 @@ def post_token_request(
     *,
     timeout: float,
     dpop: DPoPProver | None,
+    observe: Observer | None = None,
 ) -> requests.Response:
     """POST a token request and read its reply, all within ``timeout`` (one deadline for
-    every attempt, body reads included; a reply over 1 MiB is an ``AuthError``, as is one
-    not read in time); with ``dpop``, each attempt carries a fresh proof and an
+    every attempt, the status line, headers and body reads included: a reply trickled in
+    is cut at the deadline, :class:`AuthServerUnreachable`; a reply over 1 MiB is an
+    ``AuthError``); with ``dpop``, each attempt carries a fresh proof and an
     ``use_dpop_nonce`` answer is retried with the server's new nonce, at most
-    :data:`MAX_NONCE_RETRIES` times (then :class:`DPoPError`, step "token request")."""
+    :data:`MAX_NONCE_RETRIES` times (then :class:`DPoPError`, step "token request").
+    Raises what ``requests`` raises when there is no answer before the deadline (refused,
+    reset); ``observe`` (when given) hears of every attempt."""
     deadline = Deadline.checked(timeout)  # one bound for every attempt and its reply
     for attempt in range(MAX_NONCE_RETRIES + 1):
         sent = dict(headers)
         if dpop is not None:
             sent["DPoP"] = dpop.proof("POST", endpoint)
         left = max(deadline.left(), 0.001)  # spent: requests' own Timeout, as before
-        r = http.post(
-            endpoint, data=body, headers=sent, timeout=(left, left), allow_redirects=False,
-            stream=True,
-        )  # fmt: skip
+        cut = False
+        try:  # the head too is read by the deadline (headbound), not per read
+            reply = send_bounded(
+                http, "POST", endpoint, by=deadline.at, headers=sent, json_body=None,
+                data=body, timeout=(left, left),
+            )  # fmt: skip
+        except requests.RequestException as exc:
+            if observe is not None and isinstance(
+                exc, (requests.ConnectionError, requests.Timeout)
+            ):
+                observe(None, type(exc).__name__)
+            if not deadline.expired:
+                raise
+            cut = True  # the deadline cut it: said so below, outside the except (the
+        if cut:  # exception holds the request body: it must not ride along as __context__)
+            raise AuthServerUnreachable(
+                f"the token reply at {short(endpoint)}: not read within {deadline.words()}"
+            )
+        r = reply.response
+        if observe is not None:
+            observe(r.status_code, None)
         try:
             content = read_body(
                 r, endpoint, deadline=deadline, max_bytes=MAX_BYTES, what="the token reply",
                 error=AuthError, timeout_error=AuthServerUnreachable,
             )  # fmt: skip
         finally:
-            r.close()
+            reply.close()  # the reply and its one-request adapter: no connection kept
         # nesting too deep for any parser is refused here, naming it (a token reply is small)
         load_json(content, what="the token reply", url=endpoint, error=AuthError, lenient=True)
         # what requests itself keeps once it has read a body: r.text and r.json() work on it

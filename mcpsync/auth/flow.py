@@ -41,7 +41,7 @@ from oauthlib.oauth2.rfc6749.parameters import parse_token_response, prepare_tok
 from ..errors import AuthError, AuthServerUnreachable, ConfigError, TokenError
 from ._util import log, redact, require_secure, short
 from .discovery import AuthServerMetadata
-from .dpop import DPoPKey, DPoPProver, post_token_request
+from .dpop import DPoPKey, DPoPProver, Observer, post_token_request
 from .registration import ClientInfo, choose_auth_method
 
 __all__ = [
@@ -335,6 +335,7 @@ def _token_request(
     allow_insecure: bool,
     secrets: list[str | None],
     dpop: DPoPProver | None = None,
+    observe: Observer | None = None,
 ) -> TokenSet:
     endpoint = asm.token_endpoint
     require_secure(endpoint, "token endpoint", allow_insecure)
@@ -365,7 +366,9 @@ def _token_request(
     # a JSON error holding the page) must not ride along as __context__.
     failure: AuthError | None = None
     try:
-        r = post_token_request(http, endpoint, body, headers, timeout=timeout, dpop=dpop)
+        r = post_token_request(
+            http, endpoint, body, headers, timeout=timeout, dpop=dpop, observe=observe
+        )
     except requests.RequestException as exc:  # no answer: nothing was refused
         failure = AuthServerUnreachable(
             f"token request to {short(endpoint)} failed: {_no_answer(exc)}"

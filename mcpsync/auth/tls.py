@@ -12,13 +12,15 @@ from __future__ import annotations
 from typing import Any
 
 import requests
-from requests.adapters import HTTPAdapter
+
+from ..transports.http.headbound import HeadBoundAdapter
 
 __all__ = ["pin_tls", "PinnedTLSAdapter"]
 
 
-class PinnedTLSAdapter(HTTPAdapter):
-    """An ``HTTPAdapter`` whose ``verify`` / ``cert`` (when given) win over the request's."""
+class PinnedTLSAdapter(HeadBoundAdapter):
+    """An ``HTTPAdapter`` whose ``verify`` / ``cert`` (when given) win over the request's;
+    a fetch through it reads the response head within its deadline (``HeadBoundAdapter``)."""
 
     def __init__(
         self, verify: bool | str | None = None, cert: str | tuple[str, str] | None = None

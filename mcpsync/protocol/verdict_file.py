@@ -47,6 +47,8 @@ MAX_AGE = 30 * 24 * 3600.0
 MAX_BYTES = 1 << 20
 _VERSION = 1
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # a FIFO put in its place must not hang open()
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 
 def _own_and_private(st: os.stat_result) -> bool:
@@ -104,7 +106,7 @@ class VerdictFile:
         if not self._folder_ok(create=False):
             return {}
         try:
-            fd = os.open(self.path, os.O_RDONLY | _NOFOLLOW)
+            fd = os.open(self.path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC)
         except OSError:
             return {}
         try:

@@ -70,6 +70,14 @@ def test_card_trickled_body_is_cut_at_the_deadline(site, no_leaks):
     assert "timeout=2 s" in str(exc) and "/mcp/server-card" in str(exc)
 
 
+def test_card_trickled_head_is_cut_at_the_deadline(site, no_leaks):
+    # the status line and headers one byte every 0.5 s (each read returns; ~40 s in all)
+    site.routes["/mcp/server-card"] = Route(body=json.dumps(CARD).encode(), head_every=0.5)
+    elapsed, exc = timed(lambda: card(site.url("/mcp"), 2.0), CardTimeout)
+    assert 2.0 - 0.2 <= elapsed <= 2.0 + SLACK, elapsed
+    assert "timeout=2 s" in str(exc) and "/mcp/server-card" in str(exc)
+
+
 def test_card_places_share_one_deadline(site):
     # all 7 places answer 404, each after 0.9 s: one fresh timeout per place took 6.3 s
     site.default = Route(404, b"no", head_delay=0.9)
@@ -346,11 +354,12 @@ def _guarded(site: HostileHTTP, token: Route) -> None:
     site.routes["/token"] = token
 
 
-@pytest.mark.parametrize("token", ["trickled", "deep", "huge"])
+@pytest.mark.parametrize("token", ["trickled", "trickled-head", "deep", "huge"])
 def test_token_reply_is_bounded_through_connect(site, token, no_leaks):
     reply = json.dumps({"access_token": "t", "token_type": "Bearer", "expires_in": 60}).encode()
     _guarded(site, {
         "trickled": Route(body=reply, trickle=1, every=0.5),
+        "trickled-head": Route(body=reply, head_every=0.5),  # ~50 s at this pace
         "deep": Route(body=DEEP),
         "huge": Route(body=b" " * 65536, repeat=256, length=False),
     }[token])  # fmt: skip
@@ -365,6 +374,7 @@ def test_token_reply_is_bounded_through_connect(site, token, no_leaks):
     asked = [t for t, m, p in site.seen if (m, p) == ("POST", "/token")]
     words = {
         "trickled": "timeout=2 s",
+        "trickled-head": "timeout=2 s",
         "deep": "nested deeper than 64 levels",
         "huge": "larger than 1048576 bytes",
     }[token]
@@ -392,3 +402,115 @@ def test_icon_fetch_is_bounded(site, no_leaks):
     site.routes["/icon.png"] = Route(body=PNG, headers={"Content-Type": "image/png"})
     fetched = fetch_icon(icon, timeout=2.0)
     assert fetched is not None and fetched.kind == "data" and fetched.data == PNG
+
+
+# -- https with Session.connect(verify=): the OAuth session's pinned TLS adapter -------------
+
+
+@pytest.fixture
+def tls_site(tmp_path) -> Iterator[tuple[HostileHTTP, str]]:
+    """An https ``HostileHTTP`` and the CA file that verifies it."""
+    pytest.importorskip("cryptography")
+    from servers.selfsigned import make_pki
+
+    pki = make_pki(tmp_path)
+    with HostileHTTP(tls=(pki["cert"], pki["key"])) as s:
+        yield s, pki["ca"]
+
+
+@pytest.mark.parametrize(
+    "path", ["/.well-known/oauth-protected-resource/mcp", "/token"], ids=["prm", "token"]
+)
+def test_a_trickled_head_is_cut_with_pinned_tls_settings(tls_site, path, no_leaks):
+    # verify= mounts mcpsync's own adapter on the OAuth session (TLS settings that win over
+    # REQUESTS_CA_BUNDLE); its fetches kept requests' per-read bound: 30 s, connect_timeout
+    site, ca = tls_site
+    reply = json.dumps({"access_token": "t", "token_type": "Bearer", "expires_in": 60}).encode()
+    _guarded(site, Route(body=reply))
+    site.routes[path] = Route(body=site.routes[path].body, head_every=0.5)  # ~50 s at this pace
+    auth = mcpsync.auth.OAuth.client_credentials("svc", "s3cret-value", timeout=2.0)
+    with pytest.raises(AuthError) as info:
+        mcpsync.Session.connect(
+            site.url("/mcp"), auth=auth, connect_timeout=30, verify=ca, transport="streamable-http"
+        )
+    ended = time.monotonic()
+    auth.close()
+    asked = [t for t, _, p in site.seen if p == path]
+    assert "timeout=2 s" in str(info.value) and "s3cret" not in str(info.value)
+    assert len(asked) == 1 and ended - asked[0] <= 2.0 + SLACK, ended - asked[0]
+
+
+# -- every auth fetch through the public API: Session.connect(url, auth=OAuth(...)) ----------
+
+
+def _auth_world(site: HostileHTTP) -> None:
+    """An MCP endpoint behind OAuth whose authorization server offers registration, the
+    authorization code (a headless redirect), the device flow and the jwt-bearer grant."""
+    o = site.origin
+    _guarded(site, Route(body=json.dumps({"access_token": "t", "token_type": "Bearer"}).encode()))
+    site.routes["/.well-known/oauth-authorization-server"] = Route(
+        body=json.dumps({
+            "issuer": o, "token_endpoint": o + "/token", "authorization_endpoint": o + "/authorize",
+            "registration_endpoint": o + "/register", "device_authorization_endpoint": o + "/device",
+            "code_challenge_methods_supported": ["S256"],
+            "grant_types_supported": ["authorization_code", "refresh_token", DEVICE_GRANT, JWT_GRANT],
+        }).encode()
+    )  # fmt: skip
+    site.routes["/register"] = Route(201, json.dumps({"client_id": "cid"}).encode())
+    site.routes["/device"] = Route(
+        body=json.dumps({**DEVICE, "verification_uri": o + "/d"}).encode()
+    )
+    site.routes["/idp/token"] = Route(body=json.dumps(JAG).encode())
+
+
+DEVICE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
+JWT_GRANT = "urn:ietf:params:oauth:grant-type:jwt-bearer"
+AUTH_FETCHES: dict[str, tuple[str, Callable[[HostileHTTP], Any]]] = {
+    "prm": (
+        "/.well-known/oauth-protected-resource/mcp",
+        lambda s: mcpsync.auth.OAuth(redirect="headless", timeout=2.0),
+    ),
+    "as-metadata": (
+        "/.well-known/oauth-authorization-server",
+        lambda s: mcpsync.auth.OAuth(redirect="headless", timeout=2.0),
+    ),
+    "registration": ("/register", lambda s: mcpsync.auth.OAuth(redirect="headless", timeout=2.0)),
+    "device": ("/device", lambda s: mcpsync.auth.OAuth(redirect="device", timeout=2.0)),
+    "id-jag": (
+        "/idp/token",
+        lambda s: mcpsync.auth.OAuth.enterprise_managed(
+            "app",
+            "s3cret-value",
+            id_token="idt",
+            idp_token_endpoint=s.url("/idp/token"),
+            timeout=2.0,
+        ),  # fmt: skip
+    ),
+}
+HOSTILE = {
+    "head": lambda r: Route(r.status, r.body, r.headers, head_every=0.5),
+    "body": lambda r: Route(r.status, r.body, r.headers, trickle=1, every=0.5),
+    "deep": lambda r: Route(r.status, DEEP, r.headers),
+}
+
+
+@pytest.mark.parametrize("how", list(HOSTILE))
+@pytest.mark.parametrize("fetched", list(AUTH_FETCHES))
+def test_every_auth_fetch_is_bounded_through_connect(site, fetched, how, no_leaks):
+    """Each document OAuth fetches on a server's word, trickled (head or body, 1 byte /
+    0.5 s) or nested 200,000 deep: an AuthError naming it within OAuth(timeout=2) + 0.5 s
+    of its request, whatever connect_timeout allows."""
+    _auth_world(site)
+    path, make = AUTH_FETCHES[fetched]
+    site.routes[path] = HOSTILE[how](site.routes[path])
+    auth = make(site)
+    with pytest.raises(AuthError) as info:
+        mcpsync.Session.connect(
+            site.url("/mcp"), auth=auth, connect_timeout=30, transport="streamable-http"
+        )
+    ended = time.monotonic()
+    auth.close()
+    asked = [t for t, _, p in site.seen if p == path]
+    words = "nested deeper than 64 levels" if how == "deep" else "timeout=2 s"
+    assert words in str(info.value) and "s3cret" not in str(info.value), info.value
+    assert len(asked) == 1 and ended - asked[0] <= 2.0 + SLACK, (ended - asked[0], site.paths())

@@ -12,11 +12,13 @@ and each ``server/discover`` / ``initialize`` it reads in FILE: what the tests c
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -57,12 +59,13 @@ with mcpsync.Session.connect(json.loads(sys.argv[1]), connect_timeout=30) as s:
 """
 
 
-def run_script(argv: list[str], cache: Path) -> dict:
-    """``Session.connect(argv)`` in a fresh interpreter whose cache folder is ``cache``."""
+def run_script(argv: list[str], cache: Path, umask: int = -1) -> dict:
+    """``Session.connect(argv)`` in a fresh interpreter whose cache folder is ``cache``
+    (and whose umask is ``umask``, when given)."""
     env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
     done = subprocess.run(
         [sys.executable, "-c", SCRIPT, json.dumps(argv)],
-        capture_output=True, text=True, env=env, timeout=60,
+        capture_output=True, text=True, env=env, timeout=60, umask=umask,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
@@ -106,6 +109,17 @@ def test_an_old_sdk_that_says_nothing_until_its_next_line(tmp_path: Path):
     assert seen(count) == [*FIRST, "start", "initialize"]  # one process, no probe
     assert second["era"] == "legacy" and second["echo"] == "alive" and not second["probe"]
     assert "remembered" in second["reason"] and "earlier process" in second["reason"]
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid"), reason="POSIX modes")
+@pytest.mark.parametrize("mask", [0o000, 0o022], ids=oct)
+def test_the_verdict_folder_and_file_are_private_whatever_the_umask(tmp_path: Path, mask: int):
+    count, cache = tmp_path / "count", tmp_path / "xdg"  # XDG_CACHE_HOME itself is new too
+    assert run_script(old_sdk_argv(count), cache, umask=mask)["era"] == "legacy"
+    kept = cache / "mcpsync" / FILE_NAME
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o600
+    assert stat.S_IMODE(kept.parent.stat().st_mode) == 0o700
+    assert stat.S_IMODE(cache.stat().st_mode) == 0o700
 
 
 def test_the_verdict_is_data_and_names_no_secret(tmp_path: Path):
@@ -177,7 +191,22 @@ def test_a_server_that_exits_for_another_reason_is_not_started_again(tmp_path: P
     assert seen(count) == ["start"] and not (tmp_path / FILE_NAME).exists()
 
 
-@pytest.mark.parametrize("damage", ["garbage", "deep", "wrong-shape", "too-old", "symlink"])
+def _rescue_a_reader_of(fifo: Path, after: float) -> tuple[threading.Timer, threading.Event]:
+    """A timer that, ``after`` seconds, opens ``fifo`` for writing (a reader blocked in
+    ``open()`` goes on) and sets the event: a blocked connect then fails, not hangs."""
+    fired = threading.Event()
+
+    def rescue() -> None:
+        fired.set()
+        with contextlib.suppress(OSError):
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+
+    timer = threading.Timer(after, rescue)
+    timer.name = "test-fifo-rescue"
+    return timer, fired
+
+
+@pytest.mark.parametrize("damage", ["garbage", "deep", "wrong-shape", "too-old", "symlink", "fifo"])
 def test_a_corrupt_or_foreign_file_counts_as_absent(tmp_path: Path, damage: str):
     count, cache = tmp_path / "count", tmp_path / "cache"
     cache.mkdir(mode=0o700)
@@ -196,13 +225,25 @@ def test_a_corrupt_or_foreign_file_counts_as_absent(tmp_path: Path, damage: str)
     elif damage == "too-old":
         good["verdicts"][key]["at"] = time.time() - 365 * 24 * 3600
         kept.write_text(json.dumps(good))
+    elif damage == "fifo":  # opening a FIFO to read waits for a writer: must not block
+        kept.unlink()
+        os.mkfifo(kept, 0o600)
     else:  # a symlink planted where the file goes: not followed, the target untouched
         target.write_text(json.dumps(good))
         kept.unlink()
         kept.symlink_to(target)
     before = target.read_bytes() if damage == "symlink" else b""
-    with mcpsync.Session.connect(old_sdk_argv(count), _caches=fresh_caches(cache)) as s:
-        assert "fresh process" in s.era_reason  # probed again: nothing was trusted
+    rescue, rescued = _rescue_a_reader_of(kept, 20.0)
+    if damage == "fifo":
+        rescue.start()
+    try:
+        with mcpsync.Session.connect(old_sdk_argv(count), _caches=fresh_caches(cache)) as s:
+            assert "fresh process" in s.era_reason  # probed again: nothing was trusted
+    finally:
+        rescue.cancel()
+        if damage == "fifo":
+            rescue.join()
+    assert not rescued.is_set(), "connect blocked opening a FIFO planted at the verdict file"
     assert seen(count) == FIRST + FIRST
     assert json.loads(kept.read_text())["verdicts"][key]["era"] == "legacy"  # written anew
     if damage == "symlink":

@@ -1,7 +1,8 @@
 """A scripted, misbehaving HTTP/1.1 server on 127.0.0.1, in the test process.
 
 Each path has a ``Route``: the status, headers and body to send, and how badly: a delay
-before the status line (``head_delay``), the body sent ``trickle`` bytes at a time with a
+before the status line (``head_delay``), the status line and headers sent one byte at a
+time with ``head_every`` seconds between bytes, the body sent ``trickle`` bytes at a time with a
 pause between pieces (``every``), no Content-Length (``length=False``: the body ends when
 the connection closes). Unknown paths get 404 (with ``default`` they get that route).
 Every wait is on the server's stop event, so ``stop()`` ends every connection at once and
@@ -15,6 +16,7 @@ joins every thread it started.
 from __future__ import annotations
 
 import socket
+import ssl
 import threading
 import time
 from dataclasses import dataclass, field
@@ -31,6 +33,7 @@ class Route:
     body: bytes = b""
     headers: dict[str, str] = field(default_factory=lambda: {"Content-Type": "application/json"})
     head_delay: float = 0.0
+    head_every: float = 0.0  # > 0: the head sent one byte at a time, this pause between bytes
     trickle: int = 0  # bytes per piece; 0: the whole body at once
     every: float = 0.0  # pause between pieces
     length: bool = True  # send Content-Length (else the body ends at close)
@@ -38,7 +41,8 @@ class Route:
 
 
 class HostileHTTP:
-    def __init__(self) -> None:
+    def __init__(self, tls: tuple[str, str] | None = None) -> None:
+        """``tls``: (certificate file, key file) to serve https."""
         self.routes: dict[str, Route] = {}
         self.default: Route | None = None
         self.seen: list[tuple[float, str, str]] = []  # (monotonic, method, path)
@@ -49,7 +53,11 @@ class HostileHTTP:
         self._listener = socket.create_server(("127.0.0.1", 0))
         self._listener.settimeout(0.1)
         self.port = self._listener.getsockname()[1]
-        self.origin = f"http://127.0.0.1:{self.port}"
+        self._tls: ssl.SSLContext | None = None
+        if tls is not None:
+            self._tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            self._tls.load_cert_chain(*tls)
+        self.origin = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
         self._accepter = threading.Thread(
             target=self._accept, name="test-hostile-http", daemon=True
         )
@@ -103,6 +111,12 @@ class HostileHTTP:
     def _serve(self, conn: socket.socket) -> None:
         try:
             conn.settimeout(10)
+            if self._tls is not None:  # the handshake here, in the connection's thread
+                wrapped = self._tls.wrap_socket(conn, server_side=True)
+                with self._lock:  # stop() shuts down the socket that is in use
+                    self._conns.discard(conn)
+                    self._conns.add(wrapped)
+                conn = wrapped
             data = b""
             while b"\r\n\r\n" not in data:
                 piece = conn.recv(65536)
@@ -130,7 +144,13 @@ class HostileHTTP:
             if route.length:
                 out.append(f"Content-Length: {len(route.body) * route.repeat}")
             out.append("Connection: close")
-            conn.sendall(("\r\n".join(out) + "\r\n\r\n").encode("latin-1"))
+            whole = ("\r\n".join(out) + "\r\n\r\n").encode("latin-1")
+            if not route.head_every:
+                conn.sendall(whole)
+            for i in range(len(whole) if route.head_every else 0):
+                conn.sendall(whole[i : i + 1])
+                if self._stop.wait(route.head_every):
+                    return
             for _ in range(route.repeat):
                 if not route.trickle:
                     conn.sendall(route.body)

@@ -10,11 +10,13 @@ Here each connection arms a timer (``mcpsync-fetch[head]``) when it starts readi
 head; at the deadline the timer shuts the socket down, the read ends, and ``fetch``
 raises its timeout error. The timer is cancelled and joined once the head is in.
 
-Only a session whose adapter for the URL is requests' plain ``HTTPAdapter`` (what
-``requests.Session()`` mounts) is sent through the bounded adapter; a caller's own
-adapter (mounted for a reason: client certificates, retries, a test mock) is used as it
-is, its head bounded per read as before. The bounded adapter is made for one request and
-closed with its reply (``BoundedReply.close``): no connection outlives the fetch.
+A session whose adapter for the URL is requests' plain ``HTTPAdapter`` (what
+``requests.Session()`` mounts) is sent through a bounded adapter made for that one request
+and closed with its reply (``BoundedReply.close``): no connection outlives the fetch. An
+adapter mcpsync mounted itself derives from ``HeadBoundAdapter`` (the TLS settings of
+``Session.connect(verify=, cert=)`` on an ``OAuth``'s session: ``auth.tls``) and bounds
+the head as it is. A caller's own adapter (mounted for a reason: client certificates,
+retries, a test mock) is used as it is, its head bounded per read as before.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from requests.cookies import extract_cookies_to_jar
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
-__all__ = ["send_bounded"]
+__all__ = ["send_bounded", "HeadBoundAdapter"]
 
 #: when the head being read must be in (monotonic seconds), for the connections of this thread
 _HEAD_BY: contextvars.ContextVar[float | None] = contextvars.ContextVar(
@@ -90,8 +92,11 @@ class _SPool(HTTPSConnectionPool):
 _POOLS = {"http": _Pool, "https": _SPool}
 
 
-class _BoundedAdapter(HTTPAdapter):
-    """requests' adapter whose connections read the head within ``_HEAD_BY``."""
+class HeadBoundAdapter(HTTPAdapter):
+    """requests' adapter whose connections read the head within ``_HEAD_BY`` when
+    ``send_bounded`` set it (otherwise they are plain ones). An adapter mcpsync mounts for
+    its own reasons (pinned TLS settings: ``auth.tls``) derives from it, so that fetches
+    through it stay bounded."""
 
     def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
         super().init_poolmanager(*args, **kwargs)
@@ -141,6 +146,16 @@ def send_bounded(
     session's headers, cookies, auth, proxies and TLS settings apply, and the cookies the
     reply sets are kept in the session. Raises what ``requests`` raises."""
     adapter = http.get_adapter(url)
+    if isinstance(adapter, HeadBoundAdapter):  # mounted by mcpsync (pinned TLS): it bounds
+        token = _HEAD_BY.set(by)
+        try:
+            response = http.request(
+                method, url, headers=headers, json=json_body, data=data,
+                timeout=timeout, stream=True, allow_redirects=False,
+            )  # fmt: skip
+        finally:
+            _HEAD_BY.reset(token)
+        return BoundedReply(response, None)
     if type(adapter) is not HTTPAdapter:
         response = http.request(
             method, url, headers=headers, json=json_body, data=data,
@@ -151,7 +166,7 @@ def send_bounded(
         requests.Request(method, url, headers=headers, json=json_body, data=data)
     )
     settings = http.merge_environment_settings(prepared.url or url, {}, True, None, None)
-    bounded = _BoundedAdapter()
+    bounded = HeadBoundAdapter()
     token = _HEAD_BY.set(by)
     try:
         response = bounded.send(prepared, timeout=timeout, **settings)
