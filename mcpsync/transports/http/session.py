@@ -104,7 +104,7 @@ class SessionLifecycle:
         raise NotImplementedError
 
     def _renew_back_channel(self) -> None:
-        """The session was initialized again (``streams.BackChannel``)."""
+        """The session was initialized again (the transport's ``streams.BackChannel``)."""
         raise NotImplementedError
 
     def _post(

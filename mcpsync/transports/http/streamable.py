@@ -83,8 +83,12 @@ class ResponseLost(TransportError):
         super().__init__(message)
 
 
-class StreamableHTTPTransport(BackChannel, SessionLifecycle, HTTPTransport):
-    """MCP over Streamable HTTP: one POST per message; JSON or SSE replies; GET back-channel."""
+class StreamableHTTPTransport(SessionLifecycle, HTTPTransport):
+    """MCP over Streamable HTTP: one POST per message; JSON or SSE replies; GET back-channel.
+
+    Holds its GET back-channel (``streams.BackChannel``) as a part; it owns the POSTs and
+    their reply streams.
+    """
 
     kind = "streamable-http"
     #: ``send(headers=)`` reaches the wire; closing a reply stream cancels (2026-07-28);
@@ -143,13 +147,10 @@ class StreamableHTTPTransport(BackChannel, SessionLifecycle, HTTPTransport):
         self._expiry: str | None = None  # None, _STALE, _LEADER or _HANDSHAKE (see send)
         self._expired_id: str | None = None
         self._expiry_generation = 0
+        #: the POST reply streams being read
         self._streams: set[_Stream] = set()
-        self._get_open = threading.Event()  # set while the GET back-channel is open
-        self._get_settled = threading.Event()  # its first answer came (or it gave up)
         self._started = False
-        self._get_thread: threading.Thread | None = None
         self._what_cache: tuple[Target, str] | None = None
-        self._get_unsupported = False
         self._init_headers: dict[str, str] = {}
         self._post_headers: dict[str, str] = {}
         self._post_session: str | None = None
@@ -160,6 +161,24 @@ class StreamableHTTPTransport(BackChannel, SessionLifecycle, HTTPTransport):
         #: request id -> the cut of its POST while no reply stream carries it yet
         self._posting: dict[Any, _Cut] = {}
         self._rebuild_headers()
+        self._back_channel = BackChannel(
+            self._http,
+            name=self.name,
+            max_event_bytes=max_event_bytes,
+            read_timeout=sse_read_timeout,
+            max_reconnects=max_reconnects,
+            target=self._target,
+            closing=self._closing_flag,
+            headers=self._side_headers,
+            read=self._read_stream,
+            describe=self.describe,
+        )
+
+    def _target(self) -> Target:
+        return self.target
+
+    def _closing_flag(self) -> threading.Event:
+        return self._closing
 
     # -- Transport -------------------------------------------------------------------
 
@@ -188,10 +207,41 @@ class StreamableHTTPTransport(BackChannel, SessionLifecycle, HTTPTransport):
                 renewed = True
         if renewed:
             self._renew_back_channel()  # the old session's GET stream goes
-        if self._maybe_open_back_channel() and not self._get_settled.wait(
+        if self._maybe_open_back_channel() and not self._back_channel.settled.wait(
             self._back_channel_wait()
         ):
             log.debug("mcpsync: GET stream of %s not answered yet; going on", self.describe())
+
+    # -- the GET back-channel (``streams.BackChannel``) ------------------------------------
+
+    def wait_back_channel(self, timeout: float) -> bool:
+        """Wait (at most ``timeout`` s) until the GET back-channel is open: the stream a server
+        uses for requests and notifications not tied to a client request. It opens in the
+        background after initialization; False if it is not open in time or not offered."""
+        return self._back_channel.opened.wait(timeout)
+
+    def _maybe_open_back_channel(self) -> bool:
+        """Start the GET stream unless it is not wanted, or runs; True if started."""
+        if not self.back_channel or not self._started:
+            return False
+        if self.protocol_version is None or self._modern:
+            return False  # before initialization, or the 2026-07-28 wire (no GET stream)
+        return self._back_channel.start()
+
+    def _renew_back_channel(self) -> None:
+        """The session was initialized again (``SessionLifecycle``)."""
+        self._back_channel.renew()
+
+    def _back_channel_wait(self) -> float:
+        """How long bring-up waits for the GET: ``back_channel_wait``, capped by what is left
+        of the bring-up's ``connect_timeout`` (``bringup_deadline``)."""
+        wait = self.back_channel_wait
+        deadline = self.bringup_deadline
+        if deadline is not None:
+            wait = min(wait, deadline - time.monotonic())
+        return max(wait, 0.0)
+
+    # -- POST ----------------------------------------------------------------------------
 
     def send(
         self,
@@ -368,7 +418,7 @@ class StreamableHTTPTransport(BackChannel, SessionLifecycle, HTTPTransport):
         for the reply's head or reading a JSON reply (the fast path's connection is shut
         down; otherwise the reply is left unread when it comes). True if there was one."""
         with self._state_lock:
-            streams = [s for s in self._streams if s.request_id == request_id and s.kind == "post"]
+            streams = [s for s in self._streams if s.request_id == request_id]
             cut = self._posting.get(request_id)
         for stream in streams:
             stream.aborted = True
@@ -395,8 +445,7 @@ class StreamableHTTPTransport(BackChannel, SessionLifecycle, HTTPTransport):
         with self._state_lock:
             self._session_cond.notify_all()  # requests waiting for a re-initialization
             streams = list(self._streams)
-            get_thread = self._get_thread
-        self._cut_back_channel()  # a GET still waiting for its head
+        get_thread = self._back_channel.stop()  # a GET waiting for its head, the GET stream
         for stream in streams:
             shutdown_response(stream.response)
         current = threading.current_thread()
@@ -540,7 +589,7 @@ class StreamableHTTPTransport(BackChannel, SessionLifecycle, HTTPTransport):
                     if self._closing.wait(delay) or stream.aborted:
                         return
                     try:
-                        response = self._open_get(parser.last_event_id, read_timeout)
+                        response = self._back_channel.open_get(parser.last_event_id, read_timeout)
                     except MCPSyncError as exc:
                         ended = exc
                         failures += 1
