@@ -1,11 +1,20 @@
 """Streamable HTTP transport (MCP 2025-03-26 to 2025-11-25, and the 2026-07-28 wire).
 
-Owns: the HTTP side of one MCP endpoint: one POST per message, the JSON or SSE reply,
-``Mcp-Session-Id`` / ``MCP-Protocol-Version`` (and, on the 2026-07-28 wire, ``Mcp-Method``
-/ ``Mcp-Name``) headers, the GET back-channel, resumption of broken SSE streams with
-``Last-Event-ID``, DELETE on close, and translating every HTTP failure into the
-``mcpsync.errors`` types (``client``), the ``Mcp-*`` rules (``headers``) and SSE
-parsing (``sse``) are shared with the legacy transport.
+Owns, with the two parts it holds (below): the HTTP side of one MCP endpoint: one POST per
+message, the JSON or SSE reply, ``Mcp-Session-Id`` / ``MCP-Protocol-Version`` (and, on the
+2026-07-28 wire, ``Mcp-Method`` / ``Mcp-Name``) headers, the GET back-channel, resumption
+of broken SSE streams with ``Last-Event-ID``, DELETE on close. Translating every HTTP
+failure into the ``mcpsync.errors`` types (``client``), the ``Mcp-*`` rules (``headers``)
+and SSE parsing (``sse``) are shared with the legacy transport.
+
+Composition: ``StreamableHTTPTransport`` is an ``HTTPTransport`` (the base it shares with
+the legacy transport) that holds two parts, each built in its ``__init__`` with exactly
+what it needs: ``session.SessionLifecycle`` (``_lifecycle``: the session id, the protocol
+version, the headers per request kind, expiry and re-initialization, DELETE) and
+``streams.BackChannel`` (``_back_channel``: the GET stream and every GET). This module
+owns the POSTs, their replies and reply streams (``_streams``, under ``_streams_lock``).
+On the hot path (a POST per call) ``send`` takes the lifecycle's lock once to read the
+headers to send with, as before the split.
 
 Threads and the hot path:
 - ``send()`` POSTs in the calling thread. A JSON reply is read and delivered to
