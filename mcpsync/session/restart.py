@@ -540,8 +540,8 @@ def heal_expiry(conn: Connection) -> None:
     re-initialization (``Connection.reinitialize_once``: serialised; whatever the era put
     in the connection's hooks then: the session's, or the restart policy's ``_expired``)
     as its ``reinitialize_session`` hook."""
-    lifecycle = sys.modules.get("mcpsync.transports.http.session")
-    if lifecycle is None or not isinstance(conn.transport, lifecycle.SessionLifecycle):
+    streamable = sys.modules.get("mcpsync.transports.http.streamable")
+    if streamable is None or not isinstance(conn.transport, streamable.StreamableHTTPTransport):
         return  # not that transport (its module is not even loaded: a stdio-only process)
     conn.transport.reinitialize_session = functools.partial(_reinitialize, weakref.ref(conn))
 

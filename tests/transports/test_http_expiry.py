@@ -135,9 +135,9 @@ def test_waiting_for_a_reinitialization_is_bounded_and_close_ends_it(no_leaks):
         waiting.start()
         deadline = time.monotonic() + 10
         # the waiter must be blocked in the transport before close(): look at the condition
-        while not t._session_cond._waiters and time.monotonic() < deadline:  # type: ignore[attr-defined]
+        while not t._lifecycle.cond._waiters and time.monotonic() < deadline:  # type: ignore[attr-defined]
             time.sleep(0.01)  # polling another thread's state: there is no event to wait on
-        assert t._session_cond._waiters  # type: ignore[attr-defined]
+        assert t._lifecycle.cond._waiters  # type: ignore[attr-defined]
         started = time.monotonic()
         t.close()
         waiting.join(10)

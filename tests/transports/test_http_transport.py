@@ -1316,7 +1316,7 @@ def test_official_sdk_server_resumes_after_a_reset_connection(no_leaks):
             )
         )
         c.wait(lambda m: m.get("method") == "notifications/progress")
-        with t._state_lock:
+        with t._streams_lock:
             (stream,) = [s for s in t._streams if s.request_id == 2]
         from mcpsync.transports.http.client import shutdown_response
 

@@ -8,7 +8,9 @@ Owns, one concern per module:
 - ``headers``: the ``Mcp-*`` header rules (the Base64 value form, ``Mcp-Name``);
 - ``sse``: the ``text/event-stream`` parser, and whose reply a too-large event was;
 - ``streamable``: Streamable HTTP (2025-03-26 on, and the 2026-07-28 wire);
-- ``session``: its ``Mcp-Session-Id`` lifecycle (expiry, one re-initialization, DELETE);
+- ``session``: its ``Mcp-Session-Id`` lifecycle (expiry, one re-initialization, DELETE),
+  an object the transport holds;
+- ``streams``: its SSE stream records and GET back-channel, an object the transport holds;
 - ``legacy_sse``: the 2024-11-05 HTTP+SSE transport.
 
 Nothing is imported here (``requests`` is paid for only when HTTP is used).

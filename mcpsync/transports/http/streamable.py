@@ -1,11 +1,20 @@
 """Streamable HTTP transport (MCP 2025-03-26 to 2025-11-25, and the 2026-07-28 wire).
 
-Owns: the HTTP side of one MCP endpoint: one POST per message, the JSON or SSE reply,
-``Mcp-Session-Id`` / ``MCP-Protocol-Version`` (and, on the 2026-07-28 wire, ``Mcp-Method``
-/ ``Mcp-Name``) headers, the GET back-channel, resumption of broken SSE streams with
-``Last-Event-ID``, DELETE on close, and translating every HTTP failure into the
-``mcpsync.errors`` types (``client``), the ``Mcp-*`` rules (``headers``) and SSE
-parsing (``sse``) are shared with the legacy transport.
+Owns, with the two parts it holds (below): the HTTP side of one MCP endpoint: one POST per
+message, the JSON or SSE reply, ``Mcp-Session-Id`` / ``MCP-Protocol-Version`` (and, on the
+2026-07-28 wire, ``Mcp-Method`` / ``Mcp-Name``) headers, the GET back-channel, resumption
+of broken SSE streams with ``Last-Event-ID``, DELETE on close. Translating every HTTP
+failure into the ``mcpsync.errors`` types (``client``), the ``Mcp-*`` rules (``headers``)
+and SSE parsing (``sse``) are shared with the legacy transport.
+
+Composition: ``StreamableHTTPTransport`` is an ``HTTPTransport`` (the base it shares with
+the legacy transport) that holds two parts, each built in its ``__init__`` with exactly
+what it needs: ``session.SessionLifecycle`` (``_lifecycle``: the session id, the protocol
+version, the headers per request kind, expiry and re-initialization, DELETE) and
+``streams.BackChannel`` (``_back_channel``: the GET stream and every GET). This module
+owns the POSTs, their replies and reply streams (``_streams``, under ``_streams_lock``).
+On the hot path (a POST per call) ``send`` takes the lifecycle's lock once to read the
+headers to send with, as before the split.
 
 Threads and the hot path:
 - ``send()`` POSTs in the calling thread. A JSON reply is read and delivered to
@@ -47,7 +56,6 @@ from ...errors import (
 )
 from ...jsonrpc import decode, encode
 from ...runtime.lifecycle import forked
-from ...versions import is_modern
 from ..base import Features, Message, OnClose, OnError, OnMessage
 from .client import (
     ACCEPT_SSE,
@@ -62,7 +70,7 @@ from .client import (
     translate_error,
 )
 from .headers import encode_header_value, mcp_name
-from .session import _HANDSHAKE, MAX_RESENDS, Leads, SessionKeptExpiring, SessionLifecycle
+from .session import MAX_RESENDS, Leads, SessionKeptExpiring, SessionLifecycle
 from .sse import EventTooLarge, SSEParser, _names_method, read_events, response_id
 from .streams import BackChannel, _retry_delay, _Stream
 
@@ -83,13 +91,24 @@ class ResponseLost(TransportError):
         super().__init__(message)
 
 
-class StreamableHTTPTransport(BackChannel, SessionLifecycle, HTTPTransport):
-    """MCP over Streamable HTTP: one POST per message; JSON or SSE replies; GET back-channel."""
+class StreamableHTTPTransport(HTTPTransport):
+    """MCP over Streamable HTTP: one POST per message; JSON or SSE replies; GET back-channel.
+
+    Holds its session lifecycle (``session.SessionLifecycle``) and its GET back-channel
+    (``streams.BackChannel``) as parts; it owns the POSTs and their reply streams.
+    """
 
     kind = "streamable-http"
     #: ``send(headers=)`` reaches the wire; closing a reply stream cancels (2026-07-28);
     #: a POST waits for its reply's head (a future's request goes on a sender thread)
     features = Features(per_request_headers=True, send_waits=True)
+
+    #: Runs the MCP handshake again on this transport (blocking, bounded by the session's
+    #: timeouts): the session's own re-initialization, set by the layer that owns the
+    #: session (``mcpsync.session.restart.heal_expiry``). With it, a request whose re-send
+    #: after a re-initialization meets another expiry leads the next one itself (see
+    #: ``SessionLifecycle.expired_again``); without it, that request gets ``SessionExpired``.
+    reinitialize_session: Callable[[], None] | None = None
 
     def __init__(
         self,
@@ -135,31 +154,44 @@ class StreamableHTTPTransport(BackChannel, SessionLifecycle, HTTPTransport):
         self.max_reconnects = max_reconnects
         self.back_channel = back_channel
         self.back_channel_wait = back_channel_wait
-        self.session_id: str | None = None
-        self.protocol_version: str | None = None
-        self._modern = False
-        self._state_lock = threading.Lock()
-        self._session_cond = threading.Condition(self._state_lock)
-        self._expiry: str | None = None  # None, _STALE, _LEADER or _HANDSHAKE (see send)
-        self._expired_id: str | None = None
-        self._expiry_generation = 0
-        self._streams: set[_Stream] = set()
-        self._get_open = threading.Event()  # set while the GET back-channel is open
-        self._get_settled = threading.Event()  # its first answer came (or it gave up)
+        self._lifecycle = SessionLifecycle(
+            self._http, describe=self.describe, closing=self._closing_flag
+        )
+        self._back_channel = BackChannel(
+            self._http,
+            name=self.name,
+            max_event_bytes=max_event_bytes,
+            read_timeout=sse_read_timeout,
+            max_reconnects=max_reconnects,
+            target=self._target,
+            closing=self._closing_flag,
+            headers=self._lifecycle.side_headers,
+            read=self._read_stream,
+            describe=self.describe,
+        )
         self._started = False
-        self._get_thread: threading.Thread | None = None
         self._what_cache: tuple[Target, str] | None = None
-        self._get_unsupported = False
-        self._init_headers: dict[str, str] = {}
-        self._post_headers: dict[str, str] = {}
-        self._post_session: str | None = None
-        self._led: dict[Any, Leads] = {}
-        self._fruitless = 0
-        self._given_up = 0
-        self._under_way: set[Any] = set()
+        self._streams_lock = threading.Lock()  # guards _streams
+        #: the POST reply streams being read
+        self._streams: set[_Stream] = set()
         #: request id -> the cut of its POST while no reply stream carries it yet
         self._posting: dict[Any, _Cut] = {}
-        self._rebuild_headers()
+
+    @property  # read-only: the lifecycle alone sets it (``Transport`` declares a plain field)
+    def session_id(self) -> str | None:  # type: ignore[override]
+        """The HTTP session the server assigned (``Mcp-Session-Id``; None: none)."""
+        return self._lifecycle.session_id
+
+    @property
+    def protocol_version(self) -> str | None:
+        """The agreed protocol version (None until ``set_protocol_version``)."""
+        return self._lifecycle.protocol_version
+
+    def _target(self) -> Target:
+        return self.target
+
+    def _closing_flag(self) -> threading.Event:
+        return self._closing
 
     # -- Transport -------------------------------------------------------------------
 
@@ -176,22 +208,43 @@ class StreamableHTTPTransport(BackChannel, SessionLifecycle, HTTPTransport):
         self._maybe_open_back_channel()
 
     def set_protocol_version(self, version: str) -> None:
-        renewed = False
-        with self._state_lock:
-            self.protocol_version = version
-            self._modern = is_modern(version)  # no sessions, GET stream or resumption
-            self._rebuild_headers()
-            if self._expiry is _HANDSHAKE:  # a re-initialization is complete
-                self._expiry = None
-                self._fruitless += 1  # until a request is answered on the new session
-                self._session_cond.notify_all()
-                renewed = True
-        if renewed:
-            self._renew_back_channel()  # the old session's GET stream goes
-        if self._maybe_open_back_channel() and not self._get_settled.wait(
+        if self._lifecycle.set_protocol_version(version):  # a re-initialization is complete
+            self._back_channel.renew()  # the old session's GET stream goes
+        if self._maybe_open_back_channel() and not self._back_channel.settled.wait(
             self._back_channel_wait()
         ):
             log.debug("mcpsync: GET stream of %s not answered yet; going on", self.describe())
+
+    def handshake_failed(self) -> None:
+        self._lifecycle.handshake_failed()
+
+    # -- the GET back-channel (``streams.BackChannel``) ------------------------------------
+
+    def wait_back_channel(self, timeout: float) -> bool:
+        """Wait (at most ``timeout`` s) until the GET back-channel is open: the stream a server
+        uses for requests and notifications not tied to a client request. It opens in the
+        background after initialization; False if it is not open in time or not offered."""
+        return self._back_channel.opened.wait(timeout)
+
+    def _maybe_open_back_channel(self) -> bool:
+        """Start the GET stream unless it is not wanted, or runs; True if started."""
+        if not self.back_channel or not self._started:
+            return False
+        lifecycle = self._lifecycle
+        if lifecycle.protocol_version is None or lifecycle.modern:
+            return False  # before initialization, or the 2026-07-28 wire (no GET stream)
+        return self._back_channel.start()
+
+    def _back_channel_wait(self) -> float:
+        """How long bring-up waits for the GET: ``back_channel_wait``, capped by what is left
+        of the bring-up's ``connect_timeout`` (``bringup_deadline``)."""
+        wait = self.back_channel_wait
+        deadline = self.bringup_deadline
+        if deadline is not None:
+            wait = min(wait, deadline - time.monotonic())
+        return max(wait, 0.0)
+
+    # -- POST ----------------------------------------------------------------------------
 
     def send(
         self,
@@ -215,27 +268,29 @@ class StreamableHTTPTransport(BackChannel, SessionLifecycle, HTTPTransport):
         method = message.get("method") if isinstance(message, dict) else None
         is_request = method is not None and "id" in message
         read_timeout = self.timeout if timeout is None else timeout
+        lifecycle = self._lifecycle
         if method == "initialize" or (
-            method == "notifications/initialized" and self._expiry is not None
+            method == "notifications/initialized" and lifecycle.expiry is not None
         ):
             self._send_handshake(message, method, read_timeout, headers)
             return
         leads: Leads | None = None  # the expiries this request led
-        entered = self._given_up  # requests under way are given up together (_give_up)
+        entered = lifecycle.given_up  # requests under way are given up together
         request_id = message["id"] if is_request else None
-        if self._led and request_id in self._led:  # the connection's re-send: as first sent
-            entered = self._led[request_id].entered
-        under_way = self._under_way  # (a set's add and discard need no lock)
+        led = lifecycle.led
+        if led and request_id in led:  # the connection's re-send: as first sent
+            entered = led[request_id].entered
+        under_way = lifecycle.under_way  # (a set's add and discard need no lock)
         if is_request:
             under_way.add(request_id)
         try:
             for _ in range(MAX_RESENDS):
                 try:
-                    with self._state_lock:
-                        if self._expiry is None:
-                            hdrs, sent_session = self._post_headers, self._post_session
+                    with lifecycle.lock:
+                        if lifecycle.expiry is None:
+                            hdrs, sent_session = lifecycle.post_headers, lifecycle.post_session
                         else:  # the session expired: wait for the re-initialization (or lead it)
-                            hdrs, sent_session, read_timeout = self._await_session(
+                            hdrs, sent_session, read_timeout = lifecycle.await_session(
                                 method, is_request, read_timeout, entered
                             )
                     if self._post(
@@ -247,13 +302,41 @@ class StreamableHTTPTransport(BackChannel, SessionLifecycle, HTTPTransport):
                 except SessionExpired as exc:  # this request is to lead a re-initialization
                     if not is_request:
                         raise
-                    leads = self._expired_again(request_id, method, exc, leads, entered)
+                    leads = lifecycle.expired_again(
+                        self.reinitialize_session, request_id, method, exc, leads, entered
+                    )
         finally:
             under_way.discard(request_id)
         raise SessionKeptExpiring(
             f"{self.describe()}: the session expired {MAX_RESENDS} times while sending {method}",
             leads.reasons if leads is not None else [],
         )
+
+    def _send_handshake(
+        self,
+        message: Message,
+        method: str,
+        read_timeout: float | None,
+        headers: Mapping[str, str] | None,
+    ) -> None:
+        """``initialize`` (never with a session id), or ``notifications/initialized`` of a
+        re-initialization; both move the session's expiry state on (the initialize as its
+        reply's head arrives, in ``_answered``; a failure of either leaves the session stale)."""
+        lifecycle = self._lifecycle
+        try:
+            if method == "initialize":
+                hdrs = lifecycle.init_headers
+                self._post(message, method, True, hdrs, None, read_timeout, headers)
+                return  # its reply moved the state on already (``initialize_answered``)
+            with lifecycle.lock:
+                hdrs, sent_session = lifecycle.post_headers, lifecycle.post_session
+            if not self._post(message, method, False, hdrs, sent_session, read_timeout, headers):
+                raise SessionExpired(f"{self.describe()}: the new session expired at once")
+        except BaseException:
+            lifecycle.handshake_failed()
+            raise
+        if lifecycle.handshake_sent():
+            self._back_channel.renew()  # the old session's GET stream goes
 
     def _what(self, target: Target) -> str:
         """``POST <url>`` for messages (no secrets), made once per target: not per call."""
@@ -275,7 +358,7 @@ class StreamableHTTPTransport(BackChannel, SessionLifecycle, HTTPTransport):
         """POST ``message`` once. True when done; False when it raced a session expiry that
         another request reported (send it again once the new session is up)."""
         request_id = message.get("id") if method is not None else None
-        if self._modern and method is not None:
+        if self._lifecycle.modern and method is not None:
             hdrs = {**hdrs, "Mcp-Method": method}
             name = mcp_name(method, message.get("params"))
             if name is not None:
@@ -315,9 +398,9 @@ class StreamableHTTPTransport(BackChannel, SessionLifecycle, HTTPTransport):
         what = self._what(target)
         if 200 <= status < 300:
             if method == "initialize":
-                self._initialize_answered(response)  # before its reply can be delivered
-            elif is_request and self._fruitless and sent_session == self.session_id:
-                self._fruitless = 0  # the new session answered: the streak ends
+                self._lifecycle.initialize_answered(response)  # before its reply is delivered
+            elif is_request and self._lifecycle.fruitless:
+                self._lifecycle.answered(sent_session)  # the new session's: the streak ends
             if status == 202 or status == 204:
                 discard(response)
                 return True
@@ -344,7 +427,7 @@ class StreamableHTTPTransport(BackChannel, SessionLifecycle, HTTPTransport):
             return True
         body = read_error_body(response)
         if status == 404 and sent_session is not None:
-            if self._not_found(sent_session, is_request):
+            if self._lifecycle.not_found(sent_session, is_request):
                 return False
             raise SessionExpired(
                 f"{what}: the server no longer knows session (HTTP 404); initialize again"
@@ -367,8 +450,8 @@ class StreamableHTTPTransport(BackChannel, SessionLifecycle, HTTPTransport):
         2026-07-28 wire, closing it is the cancellation), or cut its POST still waiting
         for the reply's head or reading a JSON reply (the fast path's connection is shut
         down; otherwise the reply is left unread when it comes). True if there was one."""
-        with self._state_lock:
-            streams = [s for s in self._streams if s.request_id == request_id and s.kind == "post"]
+        with self._streams_lock:
+            streams = [s for s in self._streams if s.request_id == request_id]
             cut = self._posting.get(request_id)
         for stream in streams:
             stream.aborted = True
@@ -392,11 +475,10 @@ class StreamableHTTPTransport(BackChannel, SessionLifecycle, HTTPTransport):
             return
         first = not self._closing.is_set()
         self._closing.set()
-        with self._state_lock:
-            self._session_cond.notify_all()  # requests waiting for a re-initialization
+        self._lifecycle.wake()  # requests waiting for a re-initialization
+        with self._streams_lock:
             streams = list(self._streams)
-            get_thread = self._get_thread
-        self._cut_back_channel()  # a GET still waiting for its head
+        get_thread = self._back_channel.stop()  # a GET waiting for its head, the GET stream
         for stream in streams:
             shutdown_response(stream.response)
         current = threading.current_thread()
@@ -408,7 +490,7 @@ class StreamableHTTPTransport(BackChannel, SessionLifecycle, HTTPTransport):
             if thread.is_alive():
                 log.warning("mcpsync: thread %s did not stop", thread.name)
         if first:
-            self._delete_session()
+            self._lifecycle.delete(self.target)
             self._http.close()
         self._report_close(None)
 
@@ -423,7 +505,7 @@ class StreamableHTTPTransport(BackChannel, SessionLifecycle, HTTPTransport):
     # -- SSE streams ---------------------------------------------------------------------
 
     def _register(self, stream: _Stream) -> bool:
-        with self._state_lock:
+        with self._streams_lock:
             if self._closing.is_set():
                 return False
             self._streams.add(stream)
@@ -540,7 +622,7 @@ class StreamableHTTPTransport(BackChannel, SessionLifecycle, HTTPTransport):
                     if self._closing.wait(delay) or stream.aborted:
                         return
                     try:
-                        response = self._open_get(parser.last_event_id, read_timeout)
+                        response = self._back_channel.open_get(parser.last_event_id, read_timeout)
                     except MCPSyncError as exc:
                         ended = exc
                         failures += 1
@@ -551,13 +633,13 @@ class StreamableHTTPTransport(BackChannel, SessionLifecycle, HTTPTransport):
                         self._lost(stream, refused, "resumption refused")
                         return
                     break
-                with self._state_lock:
+                with self._streams_lock:
                     stream.response = response
                     stream.resumed = True
                 if self._closing.is_set():
                     shutdown_response(response)
         finally:
-            with self._state_lock:
+            with self._streams_lock:
                 self._streams.discard(stream)
 
     def _lost(self, stream: _Stream, cause: BaseException | None, why: str) -> None:
