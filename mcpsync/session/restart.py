@@ -27,7 +27,6 @@ from __future__ import annotations
 import functools
 import logging
 import os
-import sys
 import threading
 import time
 import weakref
@@ -540,9 +539,8 @@ def heal_expiry(conn: Connection) -> None:
     re-initialization (``Connection.reinitialize_once``: serialised; whatever the era put
     in the connection's hooks then: the session's, or the restart policy's ``_expired``)
     as its ``reinitialize_session`` hook."""
-    streamable = sys.modules.get("mcpsync.transports.http.streamable")
-    if streamable is None or not isinstance(conn.transport, streamable.StreamableHTTPTransport):
-        return  # not that transport (its module is not even loaded: a stdio-only process)
+    if not conn.transport.features.session_expiry:
+        return  # a transport whose server cannot forget its session
     conn.transport.reinitialize_session = functools.partial(_reinitialize, weakref.ref(conn))
 
 

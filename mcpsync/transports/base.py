@@ -76,6 +76,9 @@ class Features:
     #: ``send()`` of a request may wait for the server (HTTP: until the reply's head, or
     #: all of a JSON reply): a future's request is sent on a shared sender thread
     send_waits: bool = False
+    #: the server may forget the transport's session (HTTP ``Mcp-Session-Id``, 404): the
+    #: transport then re-initializes through ``Transport.reinitialize_session``
+    session_expiry: bool = False
 
 
 class Transport(ABC):
@@ -92,6 +95,11 @@ class Transport(ABC):
     identity: str | None = None
     #: the HTTP session the server assigned (``Mcp-Session-Id``), for reports (None: none)
     session_id: str | None = None
+    #: with ``features.session_expiry``: runs the MCP handshake again on this transport
+    #: (blocking, bounded by the session's timeouts), set by the layer that owns the session
+    #: (``mcpsync.session.restart.heal_expiry``); None: an expiry the transport cannot heal
+    #: itself fails with ``SessionExpired``
+    reinitialize_session: Callable[[], None] | None = None
     #: while a session brings this transport up: its ``connect_timeout`` deadline
     #: (``time.monotonic()``; None: none, or not bringing it up); bring-up waits end by it
     bringup_deadline: float | None = None

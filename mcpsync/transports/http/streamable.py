@@ -101,14 +101,10 @@ class StreamableHTTPTransport(HTTPTransport):
     kind = "streamable-http"
     #: ``send(headers=)`` reaches the wire; closing a reply stream cancels (2026-07-28);
     #: a POST waits for its reply's head (a future's request goes on a sender thread)
-    features = Features(per_request_headers=True, send_waits=True)
-
-    #: Runs the MCP handshake again on this transport (blocking, bounded by the session's
-    #: timeouts): the session's own re-initialization, set by the layer that owns the
-    #: session (``mcpsync.session.restart.heal_expiry``). With it, a request whose re-send
-    #: after a re-initialization meets another expiry leads the next one itself (see
-    #: ``SessionLifecycle.expired_again``); without it, that request gets ``SessionExpired``.
-    reinitialize_session: Callable[[], None] | None = None
+    #: the server may forget the session: ``reinitialize_session`` (declared by
+    #: ``Transport``) lets a request whose re-send after a re-initialization meets another
+    #: expiry lead the next one itself (``SessionLifecycle.expired_again``)
+    features = Features(per_request_headers=True, send_waits=True, session_expiry=True)
 
     def __init__(
         self,
