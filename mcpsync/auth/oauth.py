@@ -46,7 +46,7 @@ import contextlib
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import requests
 from requests.auth import AuthBase
@@ -93,6 +93,7 @@ __all__ = ["OAuth"]
 
 #: an assertion or ID token: the JWT, a callable returning it, or an AssertionProvider
 _Source = str | Callable[[], str] | AssertionProvider | None
+_O = TypeVar("_O", bound="OAuth")
 
 
 class OAuth(RequestAuth, AuthBase):
@@ -277,7 +278,7 @@ class OAuth(RequestAuth, AuthBase):
 
     @classmethod
     def workload_identity(
-        cls,
+        cls: type[_O],
         assertion: _Source = None,
         *,
         assertion_file: str | os.PathLike[str] | None = None,
@@ -292,7 +293,7 @@ class OAuth(RequestAuth, AuthBase):
         server_url: str | None = None,
         dpop: bool | str = "auto",
         dpop_algorithm: str = "ES256",
-    ) -> OAuth:
+    ) -> _O:
         """A workload authenticating with its platform identity JWT (workload identity
         federation, SEP-1933; RFC 7523 jwt-bearer grant). No client registration, no secret.
 
@@ -319,7 +320,7 @@ class OAuth(RequestAuth, AuthBase):
 
     @classmethod
     def enterprise_managed(
-        cls,
+        cls: type[_O],
         client_id: str,
         client_secret: str | None = None,
         *,
@@ -340,7 +341,7 @@ class OAuth(RequestAuth, AuthBase):
         server_url: str | None = None,
         dpop: bool | str = "auto",
         dpop_algorithm: str = "ES256",
-    ) -> OAuth:
+    ) -> _O:
         """Enterprise-managed authorization (SEP-990, ID-JAG): the user's ID token is
         exchanged at the enterprise IdP (RFC 8693, at ``idp_token_endpoint`` or the token
         endpoint of ``idp_issuer``) for an ID-JAG whose audience is the MCP server's
