@@ -178,6 +178,9 @@ class OAuth(RequestAuth, AuthBase):
             raise ConfigError("client_secret given without client_id")
         if max_auth_attempts < 1:
             raise ConfigError("max_auth_attempts must be at least 1")
+        cimd_url = (
+            validate_client_metadata_url(client_metadata_url) if client_metadata_url else None
+        )
         self._grant = "authorization_code"
         self._machine: Grant | None = None  # workload_identity / enterprise_managed (grants.py)
         self._redirect_spec = redirect
@@ -194,9 +197,7 @@ class OAuth(RequestAuth, AuthBase):
             client_secret=client_secret,
             issuer=issuer,
             auth_method=token_endpoint_auth_method,
-            cimd_url=(
-                validate_client_metadata_url(client_metadata_url) if client_metadata_url else None
-            ),
+            cimd_url=cimd_url,
             application_type=application_type,
             client_metadata_extra=dict(client_metadata or {}),
             http=self._http,
