@@ -484,10 +484,13 @@ class OAuth(RequestAuth, AuthBase):
         return self._presenter.max_resends
 
     def request_headers(self, method: str, url: str, state: dict[str, Any]) -> Mapping[str, str]:
-        return self._presenter.request_headers(method, url, state)
+        return self._presenter.headers(method, url, renew=not state.get("answered"), state=state)
 
     def request_sent(self, method: str, url: str, state: dict[str, Any]) -> None:
-        self._presenter.request_sent(method, url, state)
+        """A DPoP-bound request is on the wire: sign the next one's proof while it is answered."""
+        ahead = state.get("ahead")
+        if ahead is not None:
+            self._presenter.sign_ahead(method, url, ahead)
 
     def answer(
         self,

@@ -17,9 +17,9 @@ present, renewed or as it is, and "obtain a new token"):
 - both ways of being called, through ``OAuth``: as a ``requests`` auth object
   (``prepare`` + a response hook that re-sends through ``r.connection.send`` like
   ``HTTPDigestAuth``), and as the transports'
-  :class:`~mcpsync.transports.http.requestauth.RequestAuth` (the fast path:
-  ``request_headers``, ``request_sent`` and ``answer``), which ``OAuth`` declares and
-  forwards here;
+  :class:`~mcpsync.transports.http.requestauth.RequestAuth` (the fast path), which
+  ``OAuth`` declares and answers with ``headers``, ``sign_ahead``, ``answer`` and
+  ``max_resends``;
 - ``flow_seconds``: the time spent answering 401/403 replies.
 """
 
@@ -41,7 +41,7 @@ from ..errors import AuthError
 from ..transports.http.requestauth import ReplyHeaders
 from ._util import canonical_server_url, log, same_origin, short
 from .binding import DPoPBinding
-from .dpop import MAX_NONCE_RETRIES, DPoPError
+from .dpop import MAX_NONCE_RETRIES, DPoPError, DPoPKey
 from .flow import TokenSet
 from .www_authenticate import Challenge, oauth_challenges
 
@@ -67,6 +67,10 @@ ObtainToken = Callable[[Challenge | None, bool, bool], Obtained]
 class Presenter:
     """Token presentation and challenge answers for one ``OAuth`` (see the module doc)."""
 
+    #: re-sends per request: step-up authorizations, a refresh, the nonce re-sends (set
+    #: with ``max_auth_attempts``)
+    max_resends: int
+
     def __init__(
         self,
         *,
@@ -80,7 +84,7 @@ class Presenter:
     ) -> None:
         #: the MCP server the token is bound to (None until the first request)
         self.server_url = server_url
-        self.max_auth_attempts = max_auth_attempts
+        self.max_auth_attempts = max_auth_attempts  # and max_resends
         #: seconds spent answering 401/403 challenges (discovery, registration, tokens)
         self.flow_seconds = 0.0
         self._lock = lock
@@ -92,11 +96,13 @@ class Presenter:
         self._hopeless: set[frozenset[str]] = set()
 
     # -- the headers -------------------------------------------------------------------
-    def _headers_for(
+    def headers(
         self, method: str, url: str, *, renew: bool = True, state: dict[str, Any] | None = None
     ) -> dict[str, str]:
         """The credential headers; ``renew=False`` (a re-send after a flow) takes the token
-        as it is instead of renewing one about to expire."""
+        as it is instead of renewing one about to expire. ``state``: the transport's dict
+        of the request (``RequestAuth``), where a DPoP proof's key is left for
+        :meth:`sign_ahead`."""
         with self._lock:
             if self.server_url is None:
                 self.server_url = canonical_server_url(url)
@@ -120,22 +126,24 @@ class Presenter:
         tok = self._current_token()
         return f"{tok.token_type} {tok.access_token}" if tok else None
 
-    # -- RequestAuth (the transports' fast path; ``OAuth`` forwards) --------------------
+    # -- RequestAuth (the transports' fast path; ``OAuth``'s methods call these) ---------
     @property
-    def max_resends(self) -> int:
-        """Step-up authorizations, a refresh, and the nonce re-sends of one request."""
-        return 2 * self.max_auth_attempts + 2 + MAX_NONCE_RETRIES
+    def max_auth_attempts(self) -> int:
+        """Authorizations per request before giving up (step-up loops)."""
+        return self._max_auth_attempts
 
-    def request_headers(self, method: str, url: str, state: dict[str, Any]) -> Mapping[str, str]:
-        return self._headers_for(method, url, renew=not state.get("answered"), state=state)
+    @max_auth_attempts.setter
+    def max_auth_attempts(self, value: int) -> None:
+        self._max_auth_attempts = value
+        self.max_resends = 2 * value + 2 + MAX_NONCE_RETRIES
 
-    def request_sent(self, method: str, url: str, state: dict[str, Any]) -> None:
-        """A DPoP-bound request is on the wire: sign the next one's proof while it is answered."""
-        ahead = state.get("ahead")
-        if ahead is not None:
-            key, access_token = ahead
-            nonce = self._dpop.nonces.get(url)
-            key.sign_ahead(method, url, access_token=access_token, nonce=nonce)
+    def sign_ahead(self, method: str, url: str, ahead: tuple[DPoPKey, str]) -> None:
+        """A DPoP-bound request is on the wire (``RequestAuth.request_sent``; ``ahead`` is
+        what :meth:`headers` left in its state): sign the next one's proof while it is
+        answered."""
+        key, access_token = ahead
+        nonce = self._dpop.nonces.get(url)
+        key.sign_ahead(method, url, access_token=access_token, nonce=nonce)
 
     def answer(
         self,
@@ -155,7 +163,7 @@ class Presenter:
 
     # -- requests.auth.AuthBase (``OAuth.__call__``) -----------------------------------
     def prepare(self, r: requests.PreparedRequest) -> requests.PreparedRequest:
-        r.headers.update(self._headers_for(r.method or "GET", r.url or ""))
+        r.headers.update(self.headers(r.method or "GET", r.url or ""))
         r.register_hook("response", self._on_response)
         return r
 
@@ -198,7 +206,7 @@ class Presenter:
             prep.prepare_cookies(jar)
         for name in _CREDENTIAL_HEADERS:
             prep.headers.pop(name, None)
-        prep.headers.update(self._headers_for(prep.method or "GET", prep.url or "", renew=False))
+        prep.headers.update(self.headers(prep.method or "GET", prep.url or "", renew=False))
         new = r.connection.send(prep, **kwargs)
         new.history.append(r)
         new.request = prep
