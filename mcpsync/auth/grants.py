@@ -15,8 +15,9 @@ Owns:
   JWT is the credential; no client registration, no secret).
 - :class:`EnterpriseManaged` (SEP-990): the ID-JAG from :mod:`.enterprise`'s token exchange,
   then the jwt-bearer grant as the pre-registered client.
-- :class:`GrantConstructors`: the ``OAuth.workload_identity`` and ``OAuth.enterprise_managed``
-  constructors (a mixin, so ``oauth.py`` only dispatches).
+- :class:`GrantHost`, the interface a grant is given, and :class:`GrantContext`, what
+  ``OAuth`` gives: its client selection, the DPoP prover of this token request and the
+  timeouts (``OAuth.workload_identity`` / ``enterprise_managed`` make the grants above).
 
 A refused grant raises a :class:`~mcpsync.errors.TokenError` subclass (``InvalidGrant`` for an
 expired or wrong-audience assertion, ``UnauthorizedClient``, ``InvalidScope``) naming the
@@ -29,9 +30,9 @@ import base64
 import json
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol
 
 import requests
 
@@ -44,6 +45,7 @@ from .registration import ClientInfo
 
 if TYPE_CHECKING:
     from .dpop import DPoPProver
+    from .selection import ClientSelection
     from .storage import TokenStore
 
 __all__ = [
@@ -53,9 +55,9 @@ __all__ = [
     "jwt_bearer_grant",
     "Grant",
     "GrantHost",
+    "GrantContext",
     "WorkloadIdentity",
     "EnterpriseManaged",
-    "GrantConstructors",
 ]
 
 JWT_BEARER_GRANT = "urn:ietf:params:oauth:grant-type:jwt-bearer"
@@ -213,7 +215,8 @@ def jwt_bearer_grant(
 
 
 class GrantHost(Protocol):
-    """What a :class:`Grant` uses of the ``OAuth`` object that runs it."""
+    """What a :class:`Grant` (and :class:`~.device.DeviceFlow`) is given to run with:
+    :class:`GrantContext`."""
 
     client_name: str
     timeout: float
@@ -223,9 +226,39 @@ class GrantHost(Protocol):
     _store: TokenStore
     _cimd_url: str | None
     _client_metadata_extra: dict[str, Any]
-    _prover: DPoPProver | None  # set when the token should be DPoP-bound (presenting.py)
+    _prover: DPoPProver | None  # set when the token should be DPoP-bound (binding.py)
 
     def _preregistered(self, asm: AuthServerMetadata) -> ClientInfo | None: ...
+
+
+class GrantContext:
+    """What ``OAuth`` hands a :class:`Grant` for one token request (a :class:`GrantHost`):
+    read from its client selection (session, timeout, store, client settings, the
+    pre-registered client), plus the DPoP prover of this request and the time a person
+    has to approve (the device grant)."""
+
+    def __init__(
+        self,
+        clients: ClientSelection,
+        *,
+        prover: DPoPProver | None,
+        authorization_timeout: float,
+        server_url: str | None,
+    ) -> None:
+        self._clients = clients
+        self._server_url = server_url
+        self.client_name = clients.client_name
+        self.timeout = clients.timeout
+        self.authorization_timeout = authorization_timeout
+        self.allow_insecure_http = clients.allow_insecure_http
+        self._http = clients.http
+        self._store = clients.store
+        self._cimd_url = clients.cimd_url
+        self._client_metadata_extra = clients.client_metadata_extra
+        self._prover = prover
+
+    def _preregistered(self, asm: AuthServerMetadata) -> ClientInfo | None:
+        return self._clients.preregistered(asm, self._server_url)
 
 
 class Grant:
@@ -327,113 +360,3 @@ class EnterpriseManaged(Grant):
         )  # fmt: skip
         log.info("obtained a token for %s from %s with an ID-JAG", short(resource), asm.issuer)
         return tok
-
-
-_O = TypeVar("_O", bound="GrantConstructors")
-_Source = str | Callable[[], str] | AssertionProvider | None
-
-
-class GrantConstructors:
-    """``OAuth.workload_identity`` and ``OAuth.enterprise_managed`` (a mixin of ``OAuth``)."""
-
-    _grant: str
-    _machine: Grant | None
-
-    @classmethod
-    def workload_identity(
-        cls: type[_O],
-        assertion: _Source = None,
-        *,
-        assertion_file: str | os.PathLike[str] | None = None,
-        assertion_env: str | None = None,
-        client_id: str | None = None,
-        scopes: Sequence[str] | str | None = None,
-        issuer: str | None = None,
-        store: TokenStore | None = None,
-        http_session: requests.Session | None = None,
-        timeout: float = 30.0,
-        allow_insecure_http: bool = False,
-        server_url: str | None = None,
-        dpop: bool | str = "auto",
-        dpop_algorithm: str = "ES256",
-    ) -> _O:
-        """A workload authenticating with its platform identity JWT (workload identity
-        federation, SEP-1933; RFC 7523 jwt-bearer grant). No client registration, no secret.
-
-        The assertion comes from exactly one of ``assertion`` (the JWT, or a callable
-        returning it), ``assertion_file`` (re-read on every use: a Kubernetes projected
-        token stays fresh) or ``assertion_env``. ``client_id`` is sent only when given.
-        A refusal raises ``InvalidGrant`` / ``UnauthorizedClient`` / ``InvalidScope``.
-        ``dpop`` and ``dpop_algorithm`` as for ``OAuth`` (the jwt-bearer request then carries
-        a DPoP proof).
-
-        >>> OAuth.workload_identity(assertion_file="/var/run/secrets/tokens/mcp")  # doctest: +SKIP
-        """
-        source = assertion_source(
-            assertion, file=assertion_file, env=assertion_env, what="workload assertion"
-        )
-        make: Callable[..., _O] = cls
-        self = make(
-            scopes=scopes, issuer=issuer, store=store, offline_access=False,
-            http_session=http_session, timeout=timeout, allow_insecure_http=allow_insecure_http,
-            server_url=server_url, dpop=dpop, dpop_algorithm=dpop_algorithm,
-            redirect="headless",  # never used
-        )  # fmt: skip
-        self._machine = WorkloadIdentity(source, client_id=client_id)
-        self._grant = self._machine.name
-        return self
-
-    @classmethod
-    def enterprise_managed(
-        cls: type[_O],
-        client_id: str,
-        client_secret: str | None = None,
-        *,
-        id_token: _Source = None,
-        id_token_file: str | os.PathLike[str] | None = None,
-        id_token_env: str | None = None,
-        idp_token_endpoint: str | None = None,
-        idp_issuer: str | None = None,
-        idp_client_id: str | None = None,
-        idp_client_secret: str | None = None,
-        scopes: Sequence[str] | str | None = None,
-        issuer: str | None = None,
-        store: TokenStore | None = None,
-        token_endpoint_auth_method: str | None = None,
-        http_session: requests.Session | None = None,
-        timeout: float = 30.0,
-        allow_insecure_http: bool = False,
-        server_url: str | None = None,
-        dpop: bool | str = "auto",
-        dpop_algorithm: str = "ES256",
-    ) -> _O:
-        """Enterprise-managed authorization (SEP-990, ID-JAG): the user's ID token is
-        exchanged at the enterprise IdP (RFC 8693, at ``idp_token_endpoint`` or the token
-        endpoint of ``idp_issuer``) for an ID-JAG whose audience is the MCP server's
-        authorization server and whose resource is the MCP server; the ID-JAG then goes to
-        that authorization server in the jwt-bearer grant, authenticated as ``client_id``
-        (+ ``client_secret``). The ID token comes from ``id_token`` (value or callable),
-        ``id_token_file`` or ``id_token_env``; ``idp_client_id`` / ``idp_client_secret``
-        are the client's credentials at the IdP.
-
-        >>> OAuth.enterprise_managed("app", "s3cret", id_token=get_id_token,
-        ...                          idp_issuer="https://idp.example.com")  # doctest: +SKIP
-        """
-        source = assertion_source(id_token, file=id_token_file, env=id_token_env, what="ID token")
-        make: Callable[..., _O] = cls
-        self = make(
-            client_id=client_id, client_secret=client_secret, issuer=issuer, scopes=scopes,
-            store=store, offline_access=False, token_endpoint_auth_method=token_endpoint_auth_method,
-            http_session=http_session, timeout=timeout, allow_insecure_http=allow_insecure_http,
-            server_url=server_url, dpop=dpop, dpop_algorithm=dpop_algorithm,
-            redirect="headless",  # never used
-        )  # fmt: skip
-        self._machine = EnterpriseManaged(
-            source,
-            idp_token_endpoint=idp_token_endpoint,
-            idp_issuer=idp_issuer,
-            idp_client_id=idp_client_id,
-            idp_client_secret=idp_client_secret,
-        )
-        self._grant = self._machine.name
-        return self

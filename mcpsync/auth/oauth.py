@@ -4,9 +4,20 @@ Owns :class:`OAuth`. Give it to ``requests`` (``auth=``) or to ``mcpsync.Session
 It is bound to one MCP server: the first URL it sees (or ``server_url=``). For requests to
 that origin it adds ``Authorization: Bearer <token>`` (or ``DPoP <token>`` and a proof); for
 any other origin it adds nothing and ignores their replies, and ``requests`` itself drops
-the header on a redirect to another origin, so a token never leaves its server. The
-per-request half (headers, the response hook, the transports' fast-path interface
-``RequestAuth``, DPoP choice) is in :mod:`.presenting`.
+the header on a redirect to another origin, so a token never leaves its server.
+
+``OAuth`` keeps the token (store, refresh, the flow that obtains a new one) and holds the
+rest as members, each given what it needs when ``OAuth`` is made:
+
+- ``_presenter``: :class:`~.presenting.Presenter`, the per-request half (the bound server,
+  headers, the response hook and re-sends, the 401/403 answers and attempt counting);
+  ``OAuth`` is the ``requests`` auth object and declares the transports' fast-path
+  interface ``RequestAuth``, and forwards both to it;
+- ``_clients``: :class:`~.selection.ClientSelection`, discovery and which client to
+  present (pre-registered, CIMD, DCR);
+- ``_dpop``: :class:`~.binding.DPoPBinding`, whether tokens are DPoP-bound and with what key;
+- ``_machine``: a :class:`~.grants.Grant` (workload identity, enterprise-managed) run
+  instead of the redirect, given a :class:`~.grants.GrantContext`.
 
 On ``401`` and ``403 insufficient_scope`` (under a lock, so concurrent requests share one
 flow) it re-reads the Protected Resource Metadata (which may name a new authorization
@@ -32,22 +43,25 @@ needed it, keeps the token and its refresh token, and never starts an authorizat
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 import requests
 from requests.auth import AuthBase
 
 from .. import telemetry as _telemetry
 from ..errors import AuthError, AuthServerUnreachable, ConfigError, InvalidGrant, TokenError
+from ..transports.http.requestauth import ReplyHeaders, RequestAuth
 from ._util import canonical_server_url, log, short
+from .binding import DPoPBinding
 from .device import DeviceFlow, DeviceUnavailable, device_flow_for
 from .discovery import (
     AuthServerMetadata,
     discover_authorization_server,
 )
-from .dpop import NonceCache, require_cryptography
+from .dpop import require_cryptography
 from .flow import (
     TokenSet,
     build_authorization_request,
@@ -57,21 +71,32 @@ from .flow import (
     refresh_access_token,
     select_scopes,
 )
-from .grants import Grant, GrantConstructors
-from .presenting import Obtained, _Presenting
+from .grants import (
+    AssertionProvider,
+    EnterpriseManaged,
+    Grant,
+    GrantContext,
+    WorkloadIdentity,
+    assertion_source,
+)
+from .presenting import Obtained, Presenter
 from .redirect import RedirectHandler, resolve_redirect
 from .registration import (
     validate_client_metadata_url,
 )
-from .selection import _Selection
-from .storage import MemoryTokenStore, TokenStore
+from .selection import ClientSelection
+from .storage import LockableTokenStore, MemoryTokenStore, TokenStore
 from .tls import pin_tls
 from .www_authenticate import Challenge
 
 __all__ = ["OAuth"]
 
+#: an assertion or ID token: the JWT, a callable returning it, or an AssertionProvider
+_Source = str | Callable[[], str] | AssertionProvider | None
+_O = TypeVar("_O", bound="OAuth")
 
-class OAuth(_Presenting, _Selection, GrantConstructors, AuthBase):
+
+class OAuth(RequestAuth, AuthBase):
     """MCP authorization for one server, as a ``requests`` auth object.
 
     Authorization code flow (a person approves in a browser)::
@@ -153,50 +178,52 @@ class OAuth(_Presenting, _Selection, GrantConstructors, AuthBase):
             raise ConfigError("client_secret given without client_id")
         if max_auth_attempts < 1:
             raise ConfigError("max_auth_attempts must be at least 1")
-        self.client_name = client_name
+        cimd_url = (
+            validate_client_metadata_url(client_metadata_url) if client_metadata_url else None
+        )
         self._grant = "authorization_code"
         self._machine: Grant | None = None  # workload_identity / enterprise_managed (grants.py)
         self._redirect_spec = redirect
         self._redirect_uri = redirect_uri
         self._redirect: RedirectHandler | None = None
-        self._client_id = client_id
-        self._client_secret = client_secret
-        self._issuer = issuer
-        self._cimd_url = (
-            validate_client_metadata_url(client_metadata_url) if client_metadata_url else None
-        )
         self._scopes = _scope_list(scopes)
         self._store: TokenStore = store if store is not None else MemoryTokenStore()
         self._offline_access = offline_access
-        self._application_type = application_type
-        self._client_metadata_extra = dict(client_metadata or {})
-        self._auth_method = token_endpoint_auth_method
-        self._private_key_pem: str | None = None
-        self._signing_algorithm = "ES256"
-        self._key_id: str | None = None
         self._http = http_session or requests.Session()
         self._own_http = http_session is None
-        self.timeout = timeout
+        self._clients = ClientSelection(
+            client_name=client_name,
+            client_id=client_id,
+            client_secret=client_secret,
+            issuer=issuer,
+            auth_method=token_endpoint_auth_method,
+            cimd_url=cimd_url,
+            application_type=application_type,
+            client_metadata_extra=dict(client_metadata or {}),
+            http=self._http,
+            timeout=timeout,
+            allow_insecure_http=allow_insecure_http,
+            store=self._store,
+        )
+        self._dpop = DPoPBinding(dpop, dpop_algorithm)
         self.authorization_timeout = authorization_timeout
-        self.max_auth_attempts = max_auth_attempts
-        self.allow_insecure_http = allow_insecure_http
         self.refresh_skew = 60.0
         self._lock = threading.RLock()
-        #: seconds spent answering 401/403 challenges (discovery, registration, tokens)
-        self.flow_seconds = 0.0
-        self._server_url = canonical_server_url(server_url) if server_url else None
+        self._presenter = Presenter(
+            server_url=canonical_server_url(server_url) if server_url else None,
+            lock=self._lock,
+            dpop=self._dpop,
+            max_auth_attempts=max_auth_attempts,
+            usable_token=self._usable_token,
+            current_token=self._current_token,
+            obtain_token=self._obtain_token,
+        )
         self._token: TokenSet | None = None
         #: the access token last taken from the store as another user of it left it
         self._adopted: str | None = None
         self._loaded = False
         self._requested_scopes: list[str] | None = None
         self._asm: dict[str, AuthServerMetadata] = {}
-        self._bound_issuer: str | None = issuer
-        self._hopeless: set[frozenset[str]] = set()
-        self._dpop_mode, self._dpop_alg = dpop, dpop_algorithm
-        self._prover = None
-        self._nonces = NonceCache()
-        self._dpop_challenged = self._dpop_server = self._dpop_required = False
 
     # -- construction ----------------------------------------------------------------
     @classmethod
@@ -247,22 +274,168 @@ class OAuth(_Presenting, _Selection, GrantConstructors, AuthBase):
             dpop_algorithm=dpop_algorithm,
         )
         self._grant = "client_credentials"
-        self._private_key_pem = private_key_pem
-        self._signing_algorithm = signing_algorithm
-        self._key_id = key_id
+        self._clients.use_private_key(private_key_pem, signing_algorithm, key_id)
         return self
+
+    @classmethod
+    def workload_identity(
+        cls: type[_O],
+        assertion: _Source = None,
+        *,
+        assertion_file: str | os.PathLike[str] | None = None,
+        assertion_env: str | None = None,
+        client_id: str | None = None,
+        scopes: Sequence[str] | str | None = None,
+        issuer: str | None = None,
+        store: TokenStore | None = None,
+        http_session: requests.Session | None = None,
+        timeout: float = 30.0,
+        allow_insecure_http: bool = False,
+        server_url: str | None = None,
+        dpop: bool | str = "auto",
+        dpop_algorithm: str = "ES256",
+    ) -> _O:
+        """A workload authenticating with its platform identity JWT (workload identity
+        federation, SEP-1933; RFC 7523 jwt-bearer grant). No client registration, no secret.
+
+        The assertion comes from exactly one of ``assertion`` (the JWT, or a callable
+        returning it), ``assertion_file`` (re-read on every use: a Kubernetes projected
+        token stays fresh) or ``assertion_env``. ``client_id`` is sent only when given.
+        A refusal raises ``InvalidGrant`` / ``UnauthorizedClient`` / ``InvalidScope``.
+        ``dpop`` and ``dpop_algorithm`` as for ``OAuth`` (the jwt-bearer request then carries
+        a DPoP proof).
+
+        >>> OAuth.workload_identity(assertion_file="/var/run/secrets/tokens/mcp")  # doctest: +SKIP
+        """
+        source = assertion_source(
+            assertion, file=assertion_file, env=assertion_env, what="workload assertion"
+        )
+        self = cls(
+            scopes=scopes, issuer=issuer, store=store, offline_access=False,
+            http_session=http_session, timeout=timeout, allow_insecure_http=allow_insecure_http,
+            server_url=server_url, dpop=dpop, dpop_algorithm=dpop_algorithm,
+            redirect="headless",  # never used
+        )  # fmt: skip
+        self._use_grant(WorkloadIdentity(source, client_id=client_id))
+        return self
+
+    @classmethod
+    def enterprise_managed(
+        cls: type[_O],
+        client_id: str,
+        client_secret: str | None = None,
+        *,
+        id_token: _Source = None,
+        id_token_file: str | os.PathLike[str] | None = None,
+        id_token_env: str | None = None,
+        idp_token_endpoint: str | None = None,
+        idp_issuer: str | None = None,
+        idp_client_id: str | None = None,
+        idp_client_secret: str | None = None,
+        scopes: Sequence[str] | str | None = None,
+        issuer: str | None = None,
+        store: TokenStore | None = None,
+        token_endpoint_auth_method: str | None = None,
+        http_session: requests.Session | None = None,
+        timeout: float = 30.0,
+        allow_insecure_http: bool = False,
+        server_url: str | None = None,
+        dpop: bool | str = "auto",
+        dpop_algorithm: str = "ES256",
+    ) -> _O:
+        """Enterprise-managed authorization (SEP-990, ID-JAG): the user's ID token is
+        exchanged at the enterprise IdP (RFC 8693, at ``idp_token_endpoint`` or the token
+        endpoint of ``idp_issuer``) for an ID-JAG whose audience is the MCP server's
+        authorization server and whose resource is the MCP server; the ID-JAG then goes to
+        that authorization server in the jwt-bearer grant, authenticated as ``client_id``
+        (+ ``client_secret``). The ID token comes from ``id_token`` (value or callable),
+        ``id_token_file`` or ``id_token_env``; ``idp_client_id`` / ``idp_client_secret``
+        are the client's credentials at the IdP.
+
+        >>> OAuth.enterprise_managed("app", "s3cret", id_token=get_id_token,
+        ...                          idp_issuer="https://idp.example.com")  # doctest: +SKIP
+        """
+        source = assertion_source(id_token, file=id_token_file, env=id_token_env, what="ID token")
+        self = cls(
+            client_id=client_id, client_secret=client_secret, issuer=issuer, scopes=scopes,
+            store=store, offline_access=False, token_endpoint_auth_method=token_endpoint_auth_method,
+            http_session=http_session, timeout=timeout, allow_insecure_http=allow_insecure_http,
+            server_url=server_url, dpop=dpop, dpop_algorithm=dpop_algorithm,
+            redirect="headless",  # never used
+        )  # fmt: skip
+        self._use_grant(
+            EnterpriseManaged(
+                source,
+                idp_token_endpoint=idp_token_endpoint,
+                idp_issuer=idp_issuer,
+                idp_client_id=idp_client_id,
+                idp_client_secret=idp_client_secret,
+            )
+        )
+        return self
+
+    def _use_grant(self, grant: Grant) -> None:
+        """Obtain tokens with ``grant`` (grants.py) instead of the redirect."""
+        self._machine = grant
+        self._grant = grant.name
 
     def __repr__(self) -> str:
         return (
             f"OAuth(client_name={self.client_name!r}, grant={self._grant!r}, "
-            f"server={self._server_url!r}, authorized={self._token is not None})"
+            f"server={self.server_url!r}, authorized={self._token is not None})"
         )
+
+    # -- settings held by the members --------------------------------------------------
+    @property
+    def client_name(self) -> str:
+        """Shown by the AS on its consent page (DCR)."""
+        return self._clients.client_name
+
+    @client_name.setter
+    def client_name(self, value: str) -> None:
+        self._clients.client_name = value
+
+    @property
+    def timeout(self) -> float:
+        """Seconds per HTTP request to authorization servers."""
+        return self._clients.timeout
+
+    @timeout.setter
+    def timeout(self, value: float) -> None:
+        self._clients.timeout = value
+
+    @property
+    def allow_insecure_http(self) -> bool:
+        """Plain-http authorization endpoints allowed off loopback."""
+        return self._clients.allow_insecure_http
+
+    @allow_insecure_http.setter
+    def allow_insecure_http(self, value: bool) -> None:
+        self._clients.allow_insecure_http = value
+
+    @property
+    def max_auth_attempts(self) -> int:
+        """Authorizations per request before giving up (step-up loops)."""
+        return self._presenter.max_auth_attempts
+
+    @max_auth_attempts.setter
+    def max_auth_attempts(self, value: int) -> None:
+        self._presenter.max_auth_attempts = value
+
+    @property
+    def flow_seconds(self) -> float:
+        """Seconds spent answering 401/403 challenges (discovery, registration, tokens)."""
+        return self._presenter.flow_seconds
+
+    @flow_seconds.setter
+    def flow_seconds(self, value: float) -> None:
+        self._presenter.flow_seconds = value
 
     # -- read-only state -------------------------------------------------------------
     @property
     def server_url(self) -> str | None:
         """The MCP server this object is bound to (None until the first request)."""
-        return self._server_url
+        return self._presenter.server_url
 
     @property
     def authorized(self) -> bool:
@@ -301,12 +474,46 @@ class OAuth(_Presenting, _Selection, GrantConstructors, AuthBase):
         if self._own_http:
             pin_tls(self._http, verify, cert)  # over REQUESTS_CA_BUNDLE too
 
+    # -- presenting: requests' auth object and the transports' RequestAuth ----------------
+    def __call__(self, r: requests.PreparedRequest) -> requests.PreparedRequest:
+        return self._presenter.prepare(r)
+
+    @property
+    def max_resends(self) -> int:
+        """Step-up authorizations, a refresh, and the nonce re-sends of one request."""
+        return self._presenter.max_resends
+
+    def request_headers(self, method: str, url: str, state: dict[str, Any]) -> Mapping[str, str]:
+        return self._presenter.headers(method, url, renew=not state.get("answered"), state=state)
+
+    def request_sent(self, method: str, url: str, state: dict[str, Any]) -> None:
+        """A DPoP-bound request is on the wire: sign the next one's proof while it is answered."""
+        ahead = state.get("ahead")
+        if ahead is not None:
+            self._presenter.sign_ahead(method, url, ahead)
+
+    def answer(
+        self,
+        method: str,
+        url: str,
+        status: int,
+        headers: ReplyHeaders,
+        sent: Mapping[str, str],
+        state: dict[str, Any],
+    ) -> bool:
+        return self._presenter.answer(method, url, status, headers, sent, state)
+
     # -- tokens -----------------------------------------------------------------------
     def _token_key(self, issuer: str | None, resource: str | None, client: str | None) -> str:
         return f"token {issuer} {resource} {client or '-'}"  # bound to issuer, resource, client
 
     def _index_key(self) -> str:  # which token a server URL used last, per pre-registered client
-        return f"server {self._server_url}" + (f" {self._client_id}" if self._client_id else "")
+        return f"server {self.server_url}" + (
+            f" {self._clients.client_id}" if self._clients.client_id else ""
+        )
+
+    def _current_token(self) -> TokenSet | None:
+        return self._token
 
     def _usable_token(self) -> TokenSet | None:
         if self._token is None and not self._loaded:
@@ -350,7 +557,7 @@ class OAuth(_Presenting, _Selection, GrantConstructors, AuthBase):
         idx = self._store.get(self._index_key())
         if not isinstance(idx, dict):
             return
-        if self._client_id and idx.get("client_id") != self._client_id:
+        if self._clients.client_id and idx.get("client_id") != self._clients.client_id:
             return  # another client's token
         key = self._token_key(idx.get("issuer"), idx.get("resource"), idx.get("client_id"))
         tok = TokenSet.from_store(self._store.get(key))
@@ -358,11 +565,11 @@ class OAuth(_Presenting, _Selection, GrantConstructors, AuthBase):
             self._token = tok
             self._requested_scopes = tok.requested_scopes
             log.debug(
-                "using a stored token for %s from %s", short(self._server_url or ""), tok.issuer
+                "using a stored token for %s from %s", short(self.server_url or ""), tok.issuer
             )
 
     def _set_token(self, tok: TokenSet) -> None:
-        self._dpop_check(tok)
+        self._dpop.check(tok, self.server_url or "")
         self._token = tok
         self._store.set(self._token_key(tok.issuer, tok.resource, tok.client_id), tok.to_store())
         index = {"issuer": tok.issuer, "resource": tok.resource, "client_id": tok.client_id}
@@ -383,11 +590,9 @@ class OAuth(_Presenting, _Selection, GrantConstructors, AuthBase):
         (``locked()``: :class:`FileTokenStore`, :class:`MemoryTokenStore`, the keyring
         store); a store without it has only this object's lock. The wait is bounded by
         what the holder's refresh may take (a discovery and a token request)."""
-        locked = getattr(self._store, "locked", None)
-        if locked is None:
+        if not isinstance(self._store, LockableTokenStore):
             return contextlib.nullcontext()
-        cm: contextlib.AbstractContextManager[None] = locked(2 * self.timeout + 5.0)
-        return cm
+        return self._store.locked(2 * self.timeout + 5.0)
 
     def _stored_instead(self, tok: TokenSet) -> TokenSet | None:
         """The store's token for ``tok``'s key when it is another one than ``tok`` (another
@@ -402,10 +607,10 @@ class OAuth(_Presenting, _Selection, GrantConstructors, AuthBase):
         return stored
 
     def _adopt(self, tok: TokenSet, why: str) -> None:
-        self._dpop_check(tok)
+        self._dpop.check(tok, self.server_url or "")
         self._token = tok
         self._adopted = tok.access_token
-        log.info("using the token %s for %s", why, short(self._server_url or ""))
+        log.info("using the token %s for %s", why, short(self.server_url or ""))
 
     def _refresh(self, tok: TokenSet) -> None:
         """A new access token for ``tok`` (expiring, or refused by the server): one refresh
@@ -430,7 +635,7 @@ class OAuth(_Presenting, _Selection, GrantConstructors, AuthBase):
                 self._adopt(again, "stored meanwhile (the refresh token had been used)")
                 return
             self._set_token(new)
-        log.info("refreshed the access token for %s", short(self._server_url or ""))
+        log.info("refreshed the access token for %s", short(self.server_url or ""))
 
     def _refresh_grant(self, tok: TokenSet) -> TokenSet:
         asm = self._asm.get(tok.issuer or "")
@@ -445,7 +650,7 @@ class OAuth(_Presenting, _Selection, GrantConstructors, AuthBase):
             asm = AuthServerMetadata(
                 issuer=tok.issuer, authorization_endpoint=None, token_endpoint=tok.token_endpoint
             )
-        client = self._known_client(asm)
+        client = self._clients.known_client(asm, self.server_url)
         if client is None or client.client_id != tok.client_id:
             raise AuthError("cannot refresh: the client that obtained the token is unknown")
         return refresh_access_token(
@@ -455,12 +660,12 @@ class OAuth(_Presenting, _Selection, GrantConstructors, AuthBase):
             tok,
             timeout=self.timeout,
             allow_insecure=self.allow_insecure_http,
-            dpop=self._dpop_for(tok),
+            dpop=self._dpop.for_token(tok),
         )
 
     # -- the flow ---------------------------------------------------------------------
     def _obtain_token(
-        self, challenge: Challenge | None, *, step_up: bool, allow_refresh: bool
+        self, challenge: Challenge | None, step_up: bool, allow_refresh: bool
     ) -> Obtained:
         """Get a new token for the server; returns how (a refresh, an authorization, ...).
         During a session's bring-up with telemetry, inside an ``auth`` span with a span per
@@ -471,15 +676,17 @@ class OAuth(_Presenting, _Selection, GrantConstructors, AuthBase):
     def _obtain(
         self, challenge: Challenge | None, *, step_up: bool, allow_refresh: bool
     ) -> Obtained:
+        server = self.server_url
+        assert server is not None
         with _telemetry.step("discovery"):
-            prm, resource, asm = self._discover(challenge)
+            prm, resource, asm = self._clients.discover(server, challenge)
         self._asm[asm.issuer] = asm
-        self._dpop_select(prm, asm)
+        self._dpop.select(prm, asm, self._token, server)
         old = self._token
         if old is not None and (old.issuer != asm.issuer or old.resource != resource):
             log.info(
                 "authorization server for %s is now %s (was %s)",
-                short(self._server_url or ""),
+                short(self.server_url or ""),
                 asm.issuer,
                 old.issuer,
             )
@@ -512,7 +719,7 @@ class OAuth(_Presenting, _Selection, GrantConstructors, AuthBase):
         device = device_flow_for(self._redirect_spec, asm, self._redirect_uri)
         if device is not None:  # RFC 8628: no redirect at all (device.py); "auto" too
             try:  # when no browser can be opened here
-                tok = device.obtain(self, asm, resource, scopes)
+                tok = device.obtain(self._grant_context(), asm, resource, scopes)
             except DeviceUnavailable as exc:  # "auto": the AS refused it; a redirect then
                 log.info("%s; using a redirect", exc)
             else:
@@ -523,14 +730,14 @@ class OAuth(_Presenting, _Selection, GrantConstructors, AuthBase):
         try:
             redirect_uri = handler.prepare()
             with _telemetry.step("registration"):
-                client = self._client_for(asm, redirect_uri)
+                client = self._clients.client_for(asm, redirect_uri, self.server_url)
             pending = build_authorization_request(
                 asm, client, redirect_uri=redirect_uri, scopes=scopes, resource=resource,
                 allow_insecure=self.allow_insecure_http,
             )  # fmt: skip
             log.info(
                 "authorizing %s at %s (scope %s)",
-                short(self._server_url or ""),
+                short(self.server_url or ""),
                 asm.issuer,
                 " ".join(scopes or []) or "-",
             )
@@ -545,28 +752,38 @@ class OAuth(_Presenting, _Selection, GrantConstructors, AuthBase):
         with _telemetry.step("token"):
             tok = exchange_code(
                 self._http, asm, client, code, pending, timeout=self.timeout,
-                allow_insecure=self.allow_insecure_http, dpop=self._prover,
+                allow_insecure=self.allow_insecure_http, dpop=self._dpop.prover,
             )  # fmt: skip
         self._requested_scopes = scopes
         self._set_token(tok)
-        log.info("authorized %s with %s", short(self._server_url or ""), asm.issuer)
+        log.info("authorized %s with %s", short(self.server_url or ""), asm.issuer)
         return Obtained.AUTHORIZE
 
     def _client_credentials(
         self, asm: AuthServerMetadata, resource: str, scopes: list[str] | None
     ) -> None:
         if self._machine is not None:  # jwt-bearer: workload identity, enterprise-managed
-            tok = self._machine.obtain(self, asm, resource, scopes)
+            tok = self._machine.obtain(self._grant_context(), asm, resource, scopes)
         else:
-            client = self._preregistered(asm)
+            client = self._clients.preregistered(asm, self.server_url)
             assert client is not None
             tok = client_credentials_grant(
                 self._http, asm, client, scopes=scopes, resource=resource,
-                timeout=self.timeout, allow_insecure=self.allow_insecure_http, dpop=self._prover,
+                timeout=self.timeout, allow_insecure=self.allow_insecure_http,
+                dpop=self._dpop.prover,
             )  # fmt: skip
         self._requested_scopes = scopes
         self._set_token(tok)
         log.info("obtained a %s token from %s", self._grant, asm.issuer)
+
+    def _grant_context(self) -> GrantContext:
+        """What a grant (device, workload identity, enterprise-managed) runs with."""
+        return GrantContext(
+            self._clients,
+            prover=self._dpop.prover,
+            authorization_timeout=self.authorization_timeout,
+            server_url=self.server_url,
+        )
 
     def _redirect_handler(self) -> RedirectHandler:
         if self._redirect is None:

@@ -1,29 +1,26 @@
 """How :class:`~mcpsync.auth.oauth.OAuth` presents its token and answers a server's challenges.
 
-Owns the per-request half of ``OAuth`` (a mixin over its state, declared below):
+Owns :class:`Presenter`, the per-request half of ``OAuth`` (a member of it, given the
+``OAuth``'s lock, its :class:`~.binding.DPoPBinding` and three callables: the token to
+present, renewed or as it is, and "obtain a new token"):
 
-- the headers of one request to the bound server: ``Authorization: Bearer <token>``, or
+- the server the token is bound to (the first URL seen, or ``server_url=``);
+- the headers of one request to it: ``Authorization: Bearer <token>``, or
   ``Authorization: DPoP <token>`` plus a fresh ``DPoP`` proof (with ``ath`` and the
   server's latest nonce) for a DPoP-bound token; nothing for any other origin;
 - answering a reply: ``DPoP-Nonce`` headers are remembered per origin; a ``401`` or
   ``403 insufficient_scope`` with a ``Bearer`` or ``DPoP`` challenge runs the flow
-  (``_obtain_token``: refresh, authorization, client credentials; step-up, at most
-  ``max_auth_attempts`` per request); a ``DPoP error="use_dpop_nonce"`` challenge is
-  re-sent with the new nonce, at most ``MAX_NONCE_RETRIES`` times per request, then
+  (refresh, authorization, client credentials; step-up, at most ``max_auth_attempts``
+  per request, counted here); a ``DPoP error="use_dpop_nonce"`` challenge is re-sent with
+  the new nonce, at most ``MAX_NONCE_RETRIES`` times per request, then
   :class:`~.dpop.DPoPError`;
-- both ways of being called: as a ``requests`` auth object (``__call__`` + a response
-  hook that re-sends through ``r.connection.send`` like ``HTTPDigestAuth``), and as the
-  transports' :class:`~mcpsync.transports.http.requestauth.RequestAuth` (the fast path:
-  ``request_headers`` and ``answer``);
-- choosing DPoP for the next token (``_dpop_select``): ``dpop=True`` always, ``False``
-  never, ``"auto"`` (default) when *both* sides speak it: the MCP server (a ``DPoP``
-  challenge, or ``dpop_signing_alg_values_supported`` / ``dpop_bound_access_tokens_required``
-  in its resource metadata) and the authorization server (its
-  ``dpop_signing_alg_values_supported``). An authorization server that offers DPoP in
-  front of a server that only takes Bearer tokens gets Bearer requests (oidc-provider
-  advertises DPoP by default). A server that takes *only* DPoP (its challenge, or the
-  metadata's ``..._required``) gets DPoP whatever the AS advertises, and a Bearer token
-  issued for it is refused (``_dpop_check``).
+- both ways of being called, through ``OAuth``: as a ``requests`` auth object
+  (``prepare`` + a response hook that re-sends through ``r.connection.send`` like
+  ``HTTPDigestAuth``), and as the transports'
+  :class:`~mcpsync.transports.http.requestauth.RequestAuth` (the fast path), which
+  ``OAuth`` declares and answers with ``headers``, ``sign_ahead``, ``answer`` and
+  ``max_resends``;
+- ``flow_seconds``: the time spent answering 401/403 replies.
 """
 
 from __future__ import annotations
@@ -33,7 +30,7 @@ import enum
 import json
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import requests
@@ -41,20 +38,10 @@ from requests.cookies import extract_cookies_to_jar
 from requests.utils import rewind_body
 
 from ..errors import AuthError
-from ..transports.http.requestauth import ReplyHeaders, RequestAuth
+from ..transports.http.requestauth import ReplyHeaders
 from ._util import canonical_server_url, log, same_origin, short
-from .discovery import AuthServerMetadata, ProtectedResourceMetadata
-from .dpop import (
-    EXTRA_HINT,
-    MAX_NONCE_RETRIES,
-    DPoPError,
-    DPoPKey,
-    DPoPProver,
-    NonceCache,
-    choose_alg,
-    dpop_available,
-    require_cryptography,
-)
+from .binding import DPoPBinding
+from .dpop import MAX_NONCE_RETRIES, DPoPError, DPoPKey
 from .flow import TokenSet
 from .www_authenticate import Challenge, oauth_challenges
 
@@ -64,8 +51,8 @@ _CREDENTIAL_HEADERS = ("Authorization", "DPoP")
 
 
 class Obtained(enum.Enum):
-    """How ``_obtain_token`` got the new token (``_run_flow`` counts all but a refresh
-    as an authorization attempt)."""
+    """How ``OAuth`` got a new token (``Presenter`` counts all but a refresh as an
+    authorization attempt)."""
 
     REFRESH = "refresh"  # the refresh token: silent, not an attempt
     AUTHORIZE = "authorize"  # the authorization code flow (a person, or a redirect callable)
@@ -73,77 +60,90 @@ class Obtained(enum.Enum):
     GRANT = "grant"  # a grant without a person: client_credentials, workload / enterprise
 
 
-class _Presenting(RequestAuth):
-    """Token presentation and challenge answers; the attributes are :class:`OAuth`'s."""
+#: ``obtain(challenge, step_up, allow_refresh)``: a new token for the bound server
+ObtainToken = Callable[[Challenge | None, bool, bool], Obtained]
 
-    max_auth_attempts: int
-    flow_seconds: float
-    _lock: threading.RLock
-    _server_url: str | None
-    _token: TokenSet | None
-    _hopeless: set[frozenset[str]]
-    _dpop_mode: bool | str
-    _dpop_alg: str
-    _prover: DPoPProver | None
-    _nonces: NonceCache
-    _dpop_challenged: bool
-    _dpop_server: bool
-    _dpop_required: bool
-    #: the algorithms the MCP server's DPoP challenge named (``algs``), if it did
-    _dpop_rs_algs: list[str] | None = None
 
-    def _usable_token(self) -> TokenSet | None:
-        raise NotImplementedError
+class Presenter:
+    """Token presentation and challenge answers for one ``OAuth`` (see the module doc)."""
 
-    def _obtain_token(
-        self, challenge: Challenge | None, *, step_up: bool, allow_refresh: bool
-    ) -> Obtained:
-        raise NotImplementedError
+    #: re-sends per request: step-up authorizations, a refresh, the nonce re-sends (set
+    #: with ``max_auth_attempts``)
+    max_resends: int
+
+    def __init__(
+        self,
+        *,
+        server_url: str | None,
+        lock: threading.RLock,
+        dpop: DPoPBinding,
+        max_auth_attempts: int,
+        usable_token: Callable[[], TokenSet | None],
+        current_token: Callable[[], TokenSet | None],
+        obtain_token: ObtainToken,
+    ) -> None:
+        #: the MCP server the token is bound to (None until the first request)
+        self.server_url = server_url
+        self.max_auth_attempts = max_auth_attempts  # and max_resends
+        #: seconds spent answering 401/403 challenges (discovery, registration, tokens)
+        self.flow_seconds = 0.0
+        self._lock = lock
+        self._dpop = dpop
+        self._usable_token = usable_token
+        self._current_token = current_token
+        self._obtain_token = obtain_token
+        #: step-up scopes still refused after ``max_auth_attempts`` authorizations
+        self._hopeless: set[frozenset[str]] = set()
 
     # -- the headers -------------------------------------------------------------------
-    def _headers_for(
+    def headers(
         self, method: str, url: str, *, renew: bool = True, state: dict[str, Any] | None = None
     ) -> dict[str, str]:
         """The credential headers; ``renew=False`` (a re-send after a flow) takes the token
-        as it is instead of renewing one about to expire."""
+        as it is instead of renewing one about to expire. ``state``: the transport's dict
+        of the request (``RequestAuth``), where a DPoP proof's key is left for
+        :meth:`sign_ahead`."""
         with self._lock:
-            if self._server_url is None:
-                self._server_url = canonical_server_url(url)
-            if not same_origin(url, self._server_url):
+            if self.server_url is None:
+                self.server_url = canonical_server_url(url)
+            if not same_origin(url, self.server_url):
                 return {}
-            tok = self._usable_token() if renew else self._token
+            tok = self._usable_token() if renew else self._current_token()
             if tok is None:
                 return {}
             key = tok.dpop_key
             if tok.token_type != "DPoP" or key is None:
                 return {"Authorization": f"Bearer {tok.access_token}"}
-            if self._prover is None:  # a stored token: its renewals sign with its key too
-                self._prover = DPoPProver(key, self._nonces)
+            self._dpop.key_of(key)  # a stored token: its renewals sign with its key too
         # signed outside the lock: threads sharing the token do not queue behind each other
-        proof = key.proof(method, url, access_token=tok.access_token, nonce=self._nonces.get(url))
+        nonce = self._dpop.nonces.get(url)
+        proof = key.proof(method, url, access_token=tok.access_token, nonce=nonce)
         if state is not None:
             state["ahead"] = (key, tok.access_token)
         return {"Authorization": f"DPoP {tok.access_token}", "DPoP": proof}
 
     def _auth_header(self) -> str | None:
-        tok = self._token
+        tok = self._current_token()
         return f"{tok.token_type} {tok.access_token}" if tok else None
 
-    # -- RequestAuth (the transports' fast path) ----------------------------------------
+    # -- RequestAuth (the transports' fast path; ``OAuth``'s methods call these) ---------
     @property
-    def max_resends(self) -> int:
-        """Step-up authorizations, a refresh, and the nonce re-sends of one request."""
-        return 2 * self.max_auth_attempts + 2 + MAX_NONCE_RETRIES
+    def max_auth_attempts(self) -> int:
+        """Authorizations per request before giving up (step-up loops)."""
+        return self._max_auth_attempts
 
-    def request_headers(self, method: str, url: str, state: dict[str, Any]) -> Mapping[str, str]:
-        return self._headers_for(method, url, renew=not state.get("answered"), state=state)
+    @max_auth_attempts.setter
+    def max_auth_attempts(self, value: int) -> None:
+        self._max_auth_attempts = value
+        self.max_resends = 2 * value + 2 + MAX_NONCE_RETRIES
 
-    def request_sent(self, method: str, url: str, state: dict[str, Any]) -> None:
-        """A DPoP-bound request is on the wire: sign the next one's proof while it is answered."""
-        ahead = state.get("ahead")
-        if ahead is not None:
-            key, access_token = ahead
-            key.sign_ahead(method, url, access_token=access_token, nonce=self._nonces.get(url))
+    def sign_ahead(self, method: str, url: str, ahead: tuple[DPoPKey, str]) -> None:
+        """A DPoP-bound request is on the wire (``RequestAuth.request_sent``; ``ahead`` is
+        what :meth:`headers` left in its state): sign the next one's proof while it is
+        answered."""
+        key, access_token = ahead
+        nonce = self._dpop.nonces.get(url)
+        key.sign_ahead(method, url, access_token=access_token, nonce=nonce)
 
     def answer(
         self,
@@ -161,14 +161,14 @@ class _Presenting(RequestAuth):
             if status in (401, 403):
                 self.flow_seconds += time.perf_counter() - started
 
-    # -- requests.auth.AuthBase ---------------------------------------------------------
-    def __call__(self, r: requests.PreparedRequest) -> requests.PreparedRequest:
-        r.headers.update(self._headers_for(r.method or "GET", r.url or ""))
+    # -- requests.auth.AuthBase (``OAuth.__call__``) -----------------------------------
+    def prepare(self, r: requests.PreparedRequest) -> requests.PreparedRequest:
+        r.headers.update(self.headers(r.method or "GET", r.url or ""))
         r.register_hook("response", self._on_response)
         return r
 
     def _on_response(self, r: requests.Response, **kwargs: Any) -> requests.Response:
-        if self._server_url is None or not same_origin(r.request.url or "", self._server_url):
+        if self.server_url is None or not same_origin(r.request.url or "", self.server_url):
             return r
         if r.status_code not in (401, 403) and "DPoP-Nonce" not in r.headers:
             return r
@@ -206,7 +206,7 @@ class _Presenting(RequestAuth):
             prep.prepare_cookies(jar)
         for name in _CREDENTIAL_HEADERS:
             prep.headers.pop(name, None)
-        prep.headers.update(self._headers_for(prep.method or "GET", prep.url or "", renew=False))
+        prep.headers.update(self.headers(prep.method or "GET", prep.url or "", renew=False))
         new = r.connection.send(prep, **kwargs)
         new.history.append(r)
         new.request = prep
@@ -222,12 +222,12 @@ class _Presenting(RequestAuth):
         state: dict[str, Any],
     ) -> bool:
         """Handle one reply to a request for ``url``; True: send the request again."""
-        server = self._server_url
+        server = self.server_url
         if server is None or not same_origin(url, server):
             return False
         nonce = headers.get("DPoP-Nonce")
         if nonce:
-            self._nonces.update(url, nonce)
+            self._dpop.nonces.update(url, nonce)
         if status not in (401, 403):
             return False
         state["answered"] = True
@@ -235,13 +235,13 @@ class _Presenting(RequestAuth):
         bearer, dpop = oauth_challenges(header)
         if dpop is not None and dpop.error == "use_dpop_nonce" and sent.get("DPoP"):
             return self._nonce_resend(nonce, sent, state)
-        if dpop is not None and bearer is None and self._dpop_mode is False:
+        if dpop is not None and bearer is None and self._dpop.mode is False:
             raise DPoPError(
                 f"{short(server)} accepts only DPoP-bound tokens, but this OAuth object has "
                 "dpop=False",
                 step="MCP request",
             )
-        challenge = dpop if dpop is not None and (bearer is None or self._dpop_mode) else bearer
+        challenge = dpop if dpop is not None and (bearer is None or self._dpop.mode) else bearer
         if header and challenge is None:
             return False  # another scheme (Basic, ...): not ours to answer
         step_up = challenge is not None and challenge.error == "insufficient_scope"
@@ -250,10 +250,12 @@ class _Presenting(RequestAuth):
         with self._lock:
             current = self._auth_header()
             if current is None or current == sent.get("Authorization"):
-                self._dpop_challenged = dpop is not None and bearer is None
-                self._dpop_server = dpop is not None
                 algs = (dpop.get("algs") or "").split() if dpop is not None else []
-                self._dpop_rs_algs = algs or None
+                self._dpop.note_challenge(
+                    dpop_only=dpop is not None and bearer is None,
+                    dpop_named=dpop is not None,
+                    algs=algs,
+                )
                 self._run_flow(server, status, challenge, step_up, state)
         return True
 
@@ -303,75 +305,12 @@ class _Presenting(RequestAuth):
                 f"{' insufficient_scope' if step_up else ''} after {attempts} "
                 "authorization attempts; giving up"
             )
-        how = self._obtain_token(
-            challenge, step_up=step_up, allow_refresh=not state.get("refresh_tried")
-        )
+        how = self._obtain_token(challenge, step_up, not state.get("refresh_tried"))
         if how is Obtained.REFRESH:
             state["refresh_tried"] = True  # a silent refresh is not an authorization attempt
         else:
             state["attempts"] = attempts + 1
             state["full_auth_done"] = True
-
-    # -- choosing DPoP -----------------------------------------------------------------
-    def _dpop_select(self, prm: ProtectedResourceMetadata | None, asm: AuthServerMetadata) -> None:
-        """Decide whether the next token request asks for a DPoP-bound token (``_prover``)."""
-        required = self._dpop_challenged or (
-            prm is not None and prm.dpop_bound_access_tokens_required
-        )
-        self._dpop_required = required
-        offered = asm.dpop_signing_alg_values_supported
-        rs_algs = self._dpop_rs_algs or (prm.dpop_signing_alg_values_supported if prm else None)
-        if offered and rs_algs and set(offered) & set(rs_algs):
-            offered = [a for a in offered if a in rs_algs]  # what both servers accept
-        server_takes = (
-            required
-            or self._dpop_server
-            or (prm is not None and prm.dpop_signing_alg_values_supported is not None)
-        )
-        mode = self._dpop_mode
-        self._prover = None
-        if mode is False:
-            if required:
-                raise DPoPError(
-                    f"{short(self._server_url or '')} requires DPoP-bound tokens, but this "
-                    "OAuth object has dpop=False",
-                    step="discovery",
-                )
-            return
-        if mode == "auto" and not required and not (offered and server_takes):
-            return
-        if not dpop_available() and mode == "auto" and not required:
-            log.info("%s offers DPoP; using Bearer: no 'cryptography' (%s)", asm.issuer, EXTRA_HINT)
-            return
-        require_cryptography("discovery")
-        alg = choose_alg(offered, self._dpop_alg)
-        if alg is None:
-            if required or mode is True:
-                raise DPoPError(
-                    f"{asm.issuer} accepts DPoP proofs signed with {', '.join(offered or [])[:200]}"
-                    "; mcpsync signs ES256/ES384/ES512/EdDSA",
-                    step="discovery",
-                )
-            return
-        tok = self._token
-        if tok is not None and tok.dpop_key is not None and tok.dpop_key.alg == alg:
-            self._prover = DPoPProver(tok.dpop_key, self._nonces)  # one key per client
-        else:
-            self._prover = DPoPProver(DPoPKey.generate(alg), self._nonces)
-
-    def _dpop_for(self, tok: TokenSet) -> DPoPProver | None:
-        """The prover a refresh of ``tok`` must use (its own key; RFC 9449 section 5)."""
-        return DPoPProver(tok.dpop_key, self._nonces) if tok.dpop_key is not None else None
-
-    def _dpop_check(self, tok: TokenSet) -> None:
-        """Refuse a Bearer token for a server that takes only DPoP-bound ones."""
-        if self._dpop_required and tok.token_type != "DPoP":
-            raise DPoPError(
-                f"{short(self._server_url or '')} requires DPoP-bound tokens, but "
-                f"{tok.issuer or 'the authorization server'} issued a Bearer token; "
-                "not presenting it as Bearer",
-                step="token response",
-            )
 
 
 def _proof_nonce(proof: str) -> str | None:

@@ -1,9 +1,11 @@
 """Where tokens and client registrations live between requests and between runs.
 
-Owns: the token-store protocol (duck-typed: ``get(key)``, ``set(key, value)``,
-``delete(key)`` with str keys and JSON-able dict values; optionally ``locked(timeout)``, a
-context manager holding the store against every other user of it, which ``OAuth`` holds
-across a refresh so that one refresh serves them all) and two stores:
+Owns: the token-store protocol (:class:`TokenStore`, duck-typed: ``get(key)``,
+``set(key, value)``, ``delete(key)`` with str keys and JSON-able dict values), its optional
+capability :class:`LockableTokenStore` (``locked(timeout)``, a context manager holding the
+store against every other user of it, which ``OAuth`` holds across a refresh so that one
+refresh serves them all; a store without it has only the ``OAuth`` object's own lock) and
+two stores:
 
 - :class:`MemoryTokenStore` - the default; forgets everything at exit.
 - :class:`FileTokenStore` - one JSON file, created with mode 0600 in a 0700 directory
@@ -53,6 +55,7 @@ from ._filelock import file_lock
 
 __all__ = [
     "TokenStore",
+    "LockableTokenStore",
     "MemoryTokenStore",
     "FileTokenStore",
     "TokenStoreSpec",
@@ -80,6 +83,21 @@ class TokenStore(Protocol):
     def set(self, key: str, value: dict[str, Any]) -> None: ...
 
     def delete(self, key: str) -> None: ...
+
+
+@runtime_checkable
+class LockableTokenStore(TokenStore, Protocol):
+    """A :class:`TokenStore` that can be held against its other users (threads, processes).
+
+    Optional: ``OAuth`` checks ``isinstance(store, LockableTokenStore)`` (a store of one's
+    own need not inherit anything, as for :class:`TokenStore`) and holds ``locked()``
+    across a refresh; a store without it is held by the ``OAuth`` object's lock only.
+    :class:`MemoryTokenStore`, :class:`FileTokenStore` and ``KeyringTokenStore`` have it."""
+
+    def locked(self, timeout: float | None = None) -> contextlib.AbstractContextManager[None]:
+        """Hold the store for a ``with`` block, waiting at most ``timeout`` seconds
+        (:class:`~mcpsync.errors.LockTimeout`)."""
+        ...
 
 
 @contextlib.contextmanager
