@@ -35,6 +35,7 @@ from ..protocol import Era, Interest, ToolIndex
 from ..protocol.choose import Caches, bring_up
 from ..rpc.connection import Connection
 from ..transports.base import Transport
+from ..transports.http.requestauth import RequestAuth
 from ..transports.select import respawn
 from .serverlog import notice_startup_stderr
 
@@ -65,10 +66,11 @@ def initialize(
     "probe", and "auth": an interactive authorization inside the first POST, which does
     not count against ``deadline``). ``args``: what ``Session.connect`` fixed for every
     bring-up (client info, pinned version or era, cache keys; ``era`` / ``restarted``)."""
-    auth_before = getattr(keep_alive, "flow_seconds", None)  # an OAuth's, or None
+    auth = keep_alive if isinstance(keep_alive, RequestAuth) else None  # an OAuth, or None
+    auth_before = auth.flow_seconds if auth is not None else None
     paused = None
-    if auth_before is not None:  # an interactive authorization does not count against the bound
-        paused = lambda: keep_alive.flow_seconds or 0.0  # noqa: E731
+    if auth is not None and auth_before is not None:  # an authorization does not count
+        paused = lambda: auth.flow_seconds or 0.0  # noqa: E731
     transport = conn.transport
     transport.bringup_deadline = deadline  # its own bring-up waits end by it too
     try:
@@ -82,8 +84,8 @@ def initialize(
     agreement = era.agreement
     phases: dict[str, float] = {}
     seconds = agreement.seconds
-    if auth_before is not None:  # the auth dance ran inside the first POST: its own phase
-        spent = keep_alive.flow_seconds - auth_before
+    if auth is not None and auth_before is not None:  # the auth ran inside the first POST
+        spent = (auth.flow_seconds or 0.0) - auth_before
         if spent > 0:
             phases["auth"] = spent
             seconds = max(seconds - spent, 0.0)

@@ -51,6 +51,13 @@ class RequestAuth(abc.ABC):
         """Re-sends per request the transport allows (an authorization, then a nonce, ...)."""
         return 4
 
+    @property
+    def flow_seconds(self) -> float | None:
+        """Seconds spent so far in authorization flows run while answering challenges (a
+        person approving, discovery, tokens), which a session's ``connect_timeout`` does
+        not count; None (the default): this object runs none."""
+        return None
+
     @abc.abstractmethod
     def request_headers(self, method: str, url: str, state: dict[str, Any]) -> Mapping[str, str]:
         """Headers for one request to ``url`` (empty for a URL the object does not guard)."""
