@@ -204,7 +204,7 @@ class DeviceFlow(Grant):
         try:
             client = device_client(host, asm)
             code = request_device_code(
-                host._http, asm, client, scopes=scopes, resource=resource,
+                host.http, asm, client, scopes=scopes, resource=resource,
                 timeout=host.timeout, allow_insecure=host.allow_insecure_http,
             )  # fmt: skip
         except AuthError as exc:
@@ -220,9 +220,9 @@ class DeviceFlow(Grant):
             except Exception:  # noqa: BLE001 - a broken browser setup must not end the flow
                 log.debug("could not open a browser for the device flow")
         tok = self.poll(
-            host._http, asm, client, code, resource=resource, scopes=scopes,
+            host.http, asm, client, code, resource=resource, scopes=scopes,
             timeout=host.timeout, allow_insecure=host.allow_insecure_http,
-            limit=host.authorization_timeout, dpop=host._prover,
+            limit=host.authorization_timeout, dpop=host.prover,
         )  # fmt: skip
         log.info("device authorization at %s approved", asm.issuer)
         return tok
@@ -329,15 +329,15 @@ def device_flow_for(
 
 def device_client(host: GrantHost, asm: AuthServerMetadata) -> ClientInfo:
     """The client for the device grant at ``asm`` (registering one that allows it if needed)."""
-    pre = host._preregistered(asm)
+    pre = host.preregistered(asm)
     if pre is not None:
         return pre
-    if host._cimd_url and asm.client_id_metadata_document_supported:
+    if host.cimd_url and asm.client_id_metadata_document_supported:
         return ClientInfo(
-            client_id=host._cimd_url, auth_method="none", issuer=asm.issuer, source="cimd"
+            client_id=host.cimd_url, auth_method="none", issuer=asm.issuer, source="cimd"
         )
     key = f"client {asm.issuer}"
-    stored = ClientInfo.from_store(host._store.get(key) or {})
+    stored = ClientInfo.from_store(host.store.get(key) or {})
     if (
         stored is not None
         and stored.issuer == asm.issuer
@@ -358,11 +358,11 @@ def device_client(host: GrantHost, asm: AuthServerMetadata) -> ClientInfo:
     supported = asm.token_endpoint_auth_methods_supported
     if supported is None or "none" in supported:
         md["token_endpoint_auth_method"] = "none"
-    md.update(host._client_metadata_extra)
+    md.update(host.client_metadata_extra)
     info = register_client(
-        host._http, asm, md, timeout=host.timeout, allow_insecure=host.allow_insecure_http
+        host.http, asm, md, timeout=host.timeout, allow_insecure=host.allow_insecure_http
     )
-    host._store.set(key, info.to_store())
+    host.store.set(key, info.to_store())
     return info
 
 

@@ -222,13 +222,13 @@ class GrantHost(Protocol):
     timeout: float
     authorization_timeout: float
     allow_insecure_http: bool
-    _http: requests.Session
-    _store: TokenStore
-    _cimd_url: str | None
-    _client_metadata_extra: dict[str, Any]
-    _prover: DPoPProver | None  # set when the token should be DPoP-bound (binding.py)
+    http: requests.Session
+    store: TokenStore
+    cimd_url: str | None
+    client_metadata_extra: dict[str, Any]
+    prover: DPoPProver | None  # set when the token should be DPoP-bound (binding.py)
 
-    def _preregistered(self, asm: AuthServerMetadata) -> ClientInfo | None: ...
+    def preregistered(self, asm: AuthServerMetadata) -> ClientInfo | None: ...
 
 
 class GrantContext:
@@ -251,13 +251,13 @@ class GrantContext:
         self.timeout = clients.timeout
         self.authorization_timeout = authorization_timeout
         self.allow_insecure_http = clients.allow_insecure_http
-        self._http = clients.http
-        self._store = clients.store
-        self._cimd_url = clients.cimd_url
-        self._client_metadata_extra = clients.client_metadata_extra
-        self._prover = prover
+        self.http = clients.http
+        self.store = clients.store
+        self.cimd_url = clients.cimd_url
+        self.client_metadata_extra = clients.client_metadata_extra
+        self.prover = prover
 
-    def _preregistered(self, asm: AuthServerMetadata) -> ClientInfo | None:
+    def preregistered(self, asm: AuthServerMetadata) -> ClientInfo | None:
         return self._clients.preregistered(asm, self._server_url)
 
 
@@ -294,8 +294,8 @@ class WorkloadIdentity(Grant):
         # no registration: the assertion authenticates the workload; client_id only if given
         client = ClientInfo(client_id=self.client_id or "", auth_method="none", issuer=asm.issuer)
         tok = jwt_bearer_grant(
-            host._http, asm, client, self.assertion(), scopes=scopes, resource=resource,
-            timeout=host.timeout, allow_insecure=host.allow_insecure_http, dpop=host._prover,
+            host.http, asm, client, self.assertion(), scopes=scopes, resource=resource,
+            timeout=host.timeout, allow_insecure=host.allow_insecure_http, dpop=host.prover,
         )  # fmt: skip
         log.info(
             "obtained a token for %s from %s with the workload assertion from %s",
@@ -336,7 +336,7 @@ class EnterpriseManaged(Grant):
         if self.idp_token_endpoint:
             return self.idp_token_endpoint
         assert self.idp_issuer is not None
-        idp = discover_authorization_server(host._http, self.idp_issuer, timeout=host.timeout)
+        idp = discover_authorization_server(host.http, self.idp_issuer, timeout=host.timeout)
         if idp is None:
             raise AuthError(f"the enterprise IdP {self.idp_issuer} publishes no metadata")
         self.idp_token_endpoint = idp.token_endpoint
@@ -345,18 +345,18 @@ class EnterpriseManaged(Grant):
     def obtain(
         self, host: GrantHost, asm: AuthServerMetadata, resource: str, scopes: list[str] | None
     ) -> TokenSet:
-        client = host._preregistered(asm)
+        client = host.preregistered(asm)
         if client is None:  # pragma: no cover - enterprise_managed always has a client_id
             raise ConfigError("enterprise-managed authorization needs the client's client_id")
         jag = request_id_jag(
-            host._http, self._idp_endpoint(host), self.id_token(), audience=asm.issuer,
+            host.http, self._idp_endpoint(host), self.id_token(), audience=asm.issuer,
             resource=resource, scopes=scopes, client_id=self.idp_client_id,
             client_secret=self._idp_client_secret, timeout=host.timeout,
             allow_insecure=host.allow_insecure_http,
         )  # fmt: skip
         tok = jwt_bearer_grant(
-            host._http, asm, client, jag, scopes=scopes, resource=resource,
-            timeout=host.timeout, allow_insecure=host.allow_insecure_http, dpop=host._prover,
+            host.http, asm, client, jag, scopes=scopes, resource=resource,
+            timeout=host.timeout, allow_insecure=host.allow_insecure_http, dpop=host.prover,
         )  # fmt: skip
         log.info("obtained a token for %s from %s with an ID-JAG", short(resource), asm.issuer)
         return tok
