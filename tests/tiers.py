@@ -102,6 +102,8 @@ RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_connect_bound.py::test_a_silent_stdio_server_fails_within_the_bound", ("timing",)),
     ("test_connect_bound.py::test_an_http_server_that_accepts_and_never_replies", ("timing",)),
     ("test_connect_bound.py::test_the_cli_connect_timeout_bounds_the_bring_up", ("timing",)),
+    ("test_connect_bound.py::test_a_script_exits_at_once_after_the_error", ("timing",)),
+    ("test_connect_bound.py::test_the_cli_exits_at_once_after_its_connect_error", ("timing",)),
     (
         "test_connect_bound.py::test_the_legacy_era_forced_and_a_server_that_never_answers_initialize",
         ("timing",),
