@@ -364,6 +364,10 @@ RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
         "test_tasks_start.py::test_ctrl_c_while_a_task_is_created_over_http_still_cancels_the_task",
         ("timing",),
     ),
+    (
+        "test_testing_serve.py::test_a_server_that_never_starts_is_bounded_by_connect_timeout",
+        ("timing",),
+    ),
     ("test_threads_budget.py", ("real_server",)),
     ("test_tiers.py::*_subprocess", ("real_server",)),
     ("test_timeouts_audit.py", ("real_server", "timing")),
