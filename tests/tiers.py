@@ -79,7 +79,15 @@ RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
         ("timing",),
     ),
     (
+        "test_call_bound.py::test_legacy_sse_call_timeout_counts_the_encoding_of_the_request",
+        ("timing",),
+    ),
+    (
         "test_call_bound.py::test_stdio_call_timeout_bounds_a_trickled_reply",
+        ("real_server", "timing"),
+    ),
+    (
+        "test_call_bound.py::test_stdio_call_timeout_counts_the_encoding_of_the_request",
         ("real_server", "timing"),
     ),
     (
