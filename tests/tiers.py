@@ -112,6 +112,7 @@ RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_connect_bound.py::test_the_cli_connect_timeout_bounds_the_bring_up", ("timing",)),
     ("test_connect_bound.py::test_a_script_exits_at_once_after_the_error", ("timing",)),
     ("test_connect_bound.py::test_the_cli_exits_at_once_after_its_connect_error", ("timing",)),
+    ("test_connect_bound.py::test_the_cli_connect_timeout_counts_its_own_imports", ("timing",)),
     (
         "test_connect_bound.py::test_the_legacy_era_forced_and_a_server_that_never_answers_initialize",
         ("timing",),

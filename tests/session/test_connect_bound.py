@@ -300,3 +300,26 @@ def test_the_cli_exits_at_once_after_its_connect_error(tmp_path: Path):
     deaf = fault_argv("--silent", "--keep-running", "--ignore-term", "--count", str(pid_file))
     argv = [sys.executable, "-m", "mcpsync", "tools", "--connect-timeout", "1.5", "--", *deaf]
     _exits_soon_after_its_error(argv, pid_file, dict(os.environ))
+
+
+@pytest.mark.parametrize("kind", ["url", "stdio"])
+def test_the_cli_connect_timeout_counts_its_own_imports(kind: str):
+    """``main(["tools", "--connect-timeout", "2", ...])`` in a fresh interpreter (what a
+    shell runs): the wire models the CLI imports before connecting (0.3-0.8 s) count against
+    the bound (before: 2.4-2.9 s for 2; the in-process test above never saw it, the models
+    being imported already)."""
+    with _mute_http(read_request=True) as url:
+        target = [url] if kind == "url" else ["--", *fault_argv("--silent")]
+        code = (
+            "import io, sys, time\n"
+            "from mcpsync.cli import main\n"
+            "t0 = time.monotonic()\n"
+            f"code = main(['tools', '--connect-timeout', '2', *{target!r}], stdout=io.StringIO(),"
+            " stderr=io.StringIO())\n"
+            "print(code, round(time.monotonic() - t0, 3))\n"
+        )
+        proc = psutil.Popen([sys.executable, "-c", code], stdout=-1, stderr=-1)
+        out, err = proc.communicate(timeout=60)
+    exit_code, seconds = out.decode().split()
+    assert exit_code == "3", (out, err)
+    assert float(seconds) <= 2.0 + BOUND_SLACK, f"main() took {seconds} s for --connect-timeout 2"
