@@ -53,7 +53,7 @@ log = logging.getLogger("mcpsync.stdio")
 
 #: interpreter exit, a server whose close is under way in another thread (its stdin closed,
 #: nobody waiting for it): seconds from its SIGTERM to its SIGKILL
-EXIT_HURRY = 0.2
+EXIT_HURRY = 0.1
 
 
 def default_environment() -> dict[str, str]:
