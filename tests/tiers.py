@@ -79,7 +79,15 @@ RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
         ("timing",),
     ),
     (
+        "test_call_bound.py::test_legacy_sse_call_timeout_counts_the_encoding_of_the_request",
+        ("timing",),
+    ),
+    (
         "test_call_bound.py::test_stdio_call_timeout_bounds_a_trickled_reply",
+        ("real_server", "timing"),
+    ),
+    (
+        "test_call_bound.py::test_stdio_call_timeout_counts_the_encoding_of_the_request",
         ("real_server", "timing"),
     ),
     (
@@ -102,6 +110,9 @@ RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_connect_bound.py::test_a_silent_stdio_server_fails_within_the_bound", ("timing",)),
     ("test_connect_bound.py::test_an_http_server_that_accepts_and_never_replies", ("timing",)),
     ("test_connect_bound.py::test_the_cli_connect_timeout_bounds_the_bring_up", ("timing",)),
+    ("test_connect_bound.py::test_a_script_exits_at_once_after_the_error", ("timing",)),
+    ("test_connect_bound.py::test_the_cli_exits_at_once_after_its_connect_error", ("timing",)),
+    ("test_connect_bound.py::test_the_cli_connect_timeout_counts_its_own_imports", ("timing",)),
     (
         "test_connect_bound.py::test_the_legacy_era_forced_and_a_server_that_never_answers_initialize",
         ("timing",),
@@ -367,6 +378,10 @@ RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("test_tasks_start.py", ("real_server",)),
     (
         "test_tasks_start.py::test_ctrl_c_while_a_task_is_created_over_http_still_cancels_the_task",
+        ("timing",),
+    ),
+    (
+        "test_testing_serve.py::test_a_server_that_never_starts_is_bounded_by_connect_timeout",
         ("timing",),
     ),
     ("test_threads_budget.py", ("real_server",)),

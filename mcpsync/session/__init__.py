@@ -208,6 +208,7 @@ class Session:
         tracer_provider: Any = None,
         meter_provider: Any = None,
         _caches: Caches | None = None,
+        _since: float | None = None,
     ) -> Session:
         """Bring up a session and return it ready for use.
 
@@ -253,12 +254,16 @@ class Session:
 
         ``_caches`` (private): the era verdict and cache-hint stores to use instead of the
         process-wide ones (``mcpsync.protocol.choose.Caches``; tests pass fresh ones).
+        ``_since`` (private): when the caller's bring-up began (``time.monotonic()``), if it
+        did part of it before this call (the CLI imports the wire models first): the
+        ``connect_timeout`` deadline counts from then.
         """
         started = time.perf_counter()
         _seconds("connect_timeout", connect_timeout)
         _seconds("timeout", timeout)
         # one deadline for the whole bring-up: probe, initialize, fallbacks and restarts
-        deadline = time.monotonic() + connect_timeout if connect_timeout is not None else None
+        since = time.monotonic() if _since is None else _since
+        deadline = since + connect_timeout if connect_timeout is not None else None
         if card:  # True, input values or an ask(name, input) callable; the card is advisory
             from ..cards.connect import resolve_target
 

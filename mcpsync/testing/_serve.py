@@ -64,6 +64,7 @@ __all__ = ["serve"]
 log = logging.getLogger("mcpsync.testing")
 
 _STOP_GRACE = 5.0  # seconds for the server loop to finish after its read stream ended
+_ABORT_WAIT = 1.0  # seconds for a cancelled server loop to finish (a failed start)
 
 
 def _resolve(server: Any) -> tuple[Any, Callable[[], Any]]:
@@ -104,10 +105,10 @@ class _LoopServer:
     def start(self, timeout: float) -> None:
         self.thread.start()
         if not self.ready.wait(timeout):
-            self.stop()
+            self.abort()
             raise TransportError(f"the in-process server did not start within {timeout:g} s")
         if self.error is not None:
-            self.stop()
+            self.abort()
             raise TransportError(f"the in-process server failed to start: {self.error}")
 
     def _run(self) -> None:
@@ -205,6 +206,21 @@ class _LoopServer:
             self._call_soon(self._main.cancel)
             self.thread.join(_STOP_GRACE)
 
+    def abort(self) -> None:
+        """A failed start or bring-up (its caller has the error already): end the server at
+        once, no grace (its read stream ended and its loop cancelled), the thread joined
+        within ``_ABORT_WAIT``. A server that never read its stream (a lifespan that never
+        ends) would otherwise hold the caller the whole ``_STOP_GRACE``."""
+        self._call_soon(self._end)
+        main = self._main
+        if main is not None:
+            self._call_soon(main.cancel)
+        if threading.current_thread() is self.thread:
+            return
+        self.thread.join(_ABORT_WAIT)
+        if self.thread.is_alive():
+            log.warning("in-process server did not stop within %.0fs of its cancel", _ABORT_WAIT)
+
 
 class _ClientEnd(MemoryTransport):
     """The client end: closing it also stops the in-process server and its thread."""
@@ -233,6 +249,9 @@ def serve(
     ``FastMCP``. The session is also a context manager; closing it stops the server
     and its event-loop thread. ``connect_kwargs`` go to ``Session.connect`` (``timeout``,
     ``on_log``, ``sampling_handler``, ``era`` ...). See the module docstring for examples.
+    ``start_timeout`` bounds the start of the server's event-loop thread; a server that
+    starts and never answers (a lifespan that never ends) is bounded by ``connect_timeout``
+    (default 30 s), the failed bring-up's unwinding included.
     """
     from ..session import Session
 
@@ -246,5 +265,6 @@ def serve(
     try:
         return Session.connect(client, name=label, **connect_kwargs)
     except BaseException:
+        runner.abort()  # within connect's bound: no stop grace for a failed bring-up
         client.close()
         raise

@@ -51,6 +51,10 @@ else:
 
 log = logging.getLogger("mcpsync.stdio")
 
+#: interpreter exit, a server whose close is under way in another thread (its stdin closed,
+#: nobody waiting for it): seconds from its SIGTERM to its SIGKILL
+EXIT_HURRY = 0.1
+
 
 def default_environment() -> dict[str, str]:
     """The allow-listed part of this process's environment a server inherits by default."""
@@ -157,17 +161,22 @@ class ChildProcess:
         (every server sees EOF at once), then after a third of the time SIGTERM (Windows:
         Ctrl-Break), after two thirds SIGKILL (the job); True while the server still runs.
         ``closing``: the transport is closing in another thread already (the unwinding of a
-        failed bring-up, which leaves the rest of its ladder to the background): its server
-        gets the signals on this schedule too, so it is gone by ``deadline`` whatever that
-        ladder waits."""
+        failed bring-up, or a close its caller stopped waiting for: both leave the rest of
+        the ladder to the background): its stdin is closed and nobody waits for it, so its
+        ladder is hurried: SIGTERM now, SIGKILL ``EXIT_HURRY`` s later (within ``deadline``).
+        A script or the CLI whose bring-up failed then exits right after its error, not
+        after the graces (the 2.7 s a server deaf to EOF and SIGTERM cost before)."""
         proc = self.process
         if proc is None or proc.poll() is not None:
             return False
         now = time.monotonic()
         if self._exit_plan is None:
-            self._exit_plan = (now, deadline, 1)
             if closing:  # its ladder closed stdin already, or is about to
+                self._soft_stop(proc)
+                # SIGKILL at two thirds of the plan's span (below): EXIT_HURRY from now
+                self._exit_plan = (now, min(deadline, now + 1.5 * EXIT_HURRY), 2)
                 return True
+            self._exit_plan = (now, deadline, 1)
             self.shutdown_timeout = max(0.05, min(self.shutdown_timeout, (deadline - now) / 4))
             self._close_stdin(None)  # (a write under way keeps it: the signals follow)
             return True

@@ -242,6 +242,7 @@ class StdioTransport(Transport):
         timeout: float | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> None:
+        started = time.monotonic()
         data = encode(message) + b"\n"
         if self._shut or self._stdin is None:
             self._check_owner()  # ForkedError in a forked child
@@ -256,6 +257,8 @@ class StdioTransport(Transport):
         # holding the write lock writes everything queued, in order, in one write.
         mine = (data, message.get("id") if "method" in message else None)
         bound = self.write_timeout if timeout is None else timeout
+        # the encoding (a big request: seconds under load) counts against the bound too
+        bound = round(max(bound - (time.monotonic() - started), 0.0), 3)
         lock = self._write_lock
         try:
             if len(data) <= _COMBINE_BYTES:

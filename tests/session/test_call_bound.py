@@ -130,3 +130,34 @@ def test_stdio_call_timeout_bounds_a_trickled_reply(no_leaks):
         assert elapsed <= 1.0 + SLACK, f"{elapsed:.2f} s for a 1 s timeout"
         # once the server is through its slow line, the session goes on
         assert text(s.call_tool("echo", {"message": "hi"}, timeout=15)) == "len=2"
+
+
+#: a request slow to encode: 6 million floats, ~24 MB of JSON, 0.3-1.5 s of encoding
+SLOW_TO_ENCODE = {"message": [1.5] * 6_000_000}
+
+
+def test_stdio_call_timeout_counts_the_encoding_of_the_request(no_leaks):
+    """The write's bound is what is left of the call's timeout once the request is encoded,
+    not a whole timeout after it (before: 1.0 s + the encoding, 1.6-2.4 s for 1)."""
+    argv = [sys.executable, str(SERVERS_DIR / "pause_reading_server.py")]
+    with mcpsync.Session.connect(argv, era="legacy", timeout=20) as s:
+        assert text(s.call_tool("pause", {"seconds": 5}, timeout=5)) == "paused"
+        started = time.monotonic()
+        with pytest.raises(RequestTimeout):
+            s.call_tool("echo", SLOW_TO_ENCODE, timeout=1.0)
+        elapsed = time.monotonic() - started
+        assert elapsed <= 1.0 + SLACK, f"{elapsed:.2f} s for a 1 s timeout"
+        assert text(s.call_tool("echo", {"message": "hi"}, timeout=15)) == "len=2"
+
+
+def test_legacy_sse_call_timeout_counts_the_encoding_of_the_request(no_leaks, server):
+    """The same over legacy HTTP+SSE: the POST's bound is what is left of the call's
+    timeout once its body is encoded."""
+    with http_session(server, "sse") as s:
+        started = time.monotonic()
+        with pytest.raises(RequestTimeout):
+            s.call_tool("echo", SLOW_TO_ENCODE, timeout=TIMEOUT)
+        elapsed = time.monotonic() - started
+        assert elapsed <= TIMEOUT + SLACK, f"{elapsed:.2f} s for a {TIMEOUT} s timeout"
+        assert server.stalled.is_set()
+        assert text(s.call_tool("echo", {}, timeout=5)) == "echo"

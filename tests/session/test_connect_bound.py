@@ -239,3 +239,87 @@ def test_the_error_still_names_what_the_server_said(left_nothing):
         fault_argv("--silent", "--keep-running", "--stderr", "loading model weights..."), 2.0
     )
     assert "loading model weights..." in str(error)
+
+
+def _exits_soon_after_its_error(argv: list[str], pid_file: Path, env: dict[str, str]) -> None:
+    """Run ``argv`` (a process whose bring-up fails against a server deaf to EOF and
+    SIGTERM, and which then exits): it must exit within ``BOUND_SLACK`` of writing its error
+    line (the interpreter-exit hook does not wait the shutdown ladder's graces: the
+    caller had its error, and a shell waits for the exit), and leave no server behind."""
+    proc = psutil.Popen(argv, stdout=-1, stderr=-1, env=env)
+    stream = proc.stderr if "-m" in argv[:2] else proc.stdout
+    assert stream is not None
+    line = stream.readline()  # the error: the bring-up is over
+    erred = time.monotonic()
+    try:
+        proc.wait(30)
+    finally:
+        if proc.is_running():
+            proc.kill()
+    exited = time.monotonic() - erred
+    rest = proc.communicate(timeout=10)
+    assert line, rest
+    assert exited <= BOUND_SLACK, f"exited {exited:.2f} s after its error {line!r}"
+    server_pid = int(pid_file.read_text().split()[1])
+    deadline = time.monotonic() + LADDER
+    while psutil.pid_exists(server_pid):
+        try:
+            if psutil.Process(server_pid).status() == psutil.STATUS_ZOMBIE:
+                break
+        except psutil.NoSuchProcess:
+            break
+        assert time.monotonic() < deadline, f"server {server_pid} outlived the process"
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("reaper", ["on", "off"])
+def test_a_script_exits_at_once_after_the_error(tmp_path: Path, reaper: str):
+    """A script whose ``connect`` failed against a server deaf to EOF and SIGTERM exits
+    right after (before: 2.7 s later, the exit hook's SIGTERM at 1/3 and SIGKILL at 2/3
+    of its 4 s ladder; 6.0 s of wall clock for connect_timeout=3)."""
+    pid_file = tmp_path / "count"
+    deaf = fault_argv("--silent", "--keep-running", "--ignore-term", "--count", str(pid_file))
+    script = tmp_path / "script.py"
+    script.write_text(
+        "import sys, mcpsync\n"
+        "try:\n"
+        f"    mcpsync.Session.connect({deaf!r}, connect_timeout=1.5)\n"
+        "except mcpsync.MCPSyncError as exc:\n"
+        "    print(type(exc).__name__, flush=True)\n"
+    )
+    env = {**os.environ, "MCPSYNC_REAPER": reaper}
+    if reaper == "off":
+        env["MCPSYNC_PDEATHSIG"] = "off"
+    _exits_soon_after_its_error([sys.executable, str(script)], pid_file, env)
+
+
+def test_the_cli_exits_at_once_after_its_connect_error(tmp_path: Path):
+    """``mcpsync tools --connect-timeout 1.5 -- <deaf server>`` as a process: the shell
+    gets its prompt back right after the error line (before: 2.7 s later)."""
+    pid_file = tmp_path / "count"
+    deaf = fault_argv("--silent", "--keep-running", "--ignore-term", "--count", str(pid_file))
+    argv = [sys.executable, "-m", "mcpsync", "tools", "--connect-timeout", "1.5", "--", *deaf]
+    _exits_soon_after_its_error(argv, pid_file, dict(os.environ))
+
+
+@pytest.mark.parametrize("kind", ["url", "stdio"])
+def test_the_cli_connect_timeout_counts_its_own_imports(kind: str):
+    """``main(["tools", "--connect-timeout", "2", ...])`` in a fresh interpreter (what a
+    shell runs): the wire models the CLI imports before connecting (0.3-0.8 s) count against
+    the bound (before: 2.4-2.9 s for 2; the in-process test above never saw it, the models
+    being imported already)."""
+    with _mute_http(read_request=True) as url:
+        target = [url] if kind == "url" else ["--", *fault_argv("--silent")]
+        code = (
+            "import io, sys, time\n"
+            "from mcpsync.cli import main\n"
+            "t0 = time.monotonic()\n"
+            f"code = main(['tools', '--connect-timeout', '2', *{target!r}], stdout=io.StringIO(),"
+            " stderr=io.StringIO())\n"
+            "print(code, round(time.monotonic() - t0, 3))\n"
+        )
+        proc = psutil.Popen([sys.executable, "-c", code], stdout=-1, stderr=-1)
+        out, err = proc.communicate(timeout=60)
+    exit_code, seconds = out.decode().split()
+    assert exit_code == "3", (out, err)
+    assert float(seconds) <= 2.0 + BOUND_SLACK, f"main() took {seconds} s for --connect-timeout 2"

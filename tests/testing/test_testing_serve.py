@@ -127,6 +127,35 @@ def test_not_a_server():
         serve(object())
 
 
+def _stuck_mcpserver():
+    """An MCPServer whose lifespan never ends: it never reads a message."""
+    import contextlib
+
+    import anyio
+    from mcp.server.mcpserver import MCPServer
+
+    @contextlib.asynccontextmanager
+    async def stuck(app):
+        await anyio.sleep(3600)
+        yield {}
+
+    return MCPServer("stuck", lifespan=stuck)
+
+
+def test_a_server_that_never_starts_is_bounded_by_connect_timeout(no_leaks):
+    """``serve(app, connect_timeout=2)`` on a server that never answers: the
+    ``RequestTimeout`` within 2 + 0.5 s, and its loop thread gone (before: 7.0 s, the
+    failure path waited the 5 s stop grace for a server that never read its stream)."""
+    import time
+
+    started = time.monotonic()
+    with pytest.raises(mcpsync.RequestTimeout, match="connect_timeout=2 s"):
+        serve(_stuck_mcpserver(), connect_timeout=2)
+    elapsed = time.monotonic() - started
+    assert elapsed <= 2 + 0.5, f"{elapsed:.2f} s for connect_timeout=2"
+    assert _serve_threads() == []
+
+
 def _examples(text: str) -> list[str]:
     """The indented code blocks after ``Example (...)::`` and ```python fences."""
     blocks = re.findall(r"```python\n(.*?)```", text, re.S)

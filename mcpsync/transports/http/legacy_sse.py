@@ -176,8 +176,12 @@ class LegacySSETransport(HTTPTransport):
         if self._ended is not None:  # replies could only come over the stream that ended
             raise ConnectError(f"{self.describe()}: the event stream ended ({self._ended})")
         read_timeout = self.timeout if timeout is None else timeout
+        started = time.monotonic()
+        body = encode(message)
+        if read_timeout is not None:  # the encoding (a big request: seconds) counts too
+            read_timeout = max(read_timeout - (time.monotonic() - started), 0.001)
         response, target = self._http.request(
-            "POST", endpoint, self._post_headers, encode(message), read_timeout
+            "POST", endpoint, self._post_headers, body, read_timeout
         )
         if target is not endpoint:
             self.endpoint = target
