@@ -154,7 +154,7 @@ class LegacySSETransport(HTTPTransport):
         self._reader.start()
         if not self._endpoint_ready.wait(max(deadline - time.monotonic(), 0.0)):
             self._abort_start()
-            raise RequestTimeout(f"{what}: no endpoint event within {wait:g} s")
+            raise RequestTimeout(f"{what}: no endpoint event within {wait:.3g} s (connect_timeout)")
         if self.endpoint is None:
             self._abort_start()
             error = self._start_error or ConnectError(
@@ -223,7 +223,7 @@ class LegacySSETransport(HTTPTransport):
 
     def _no_head(self, wait: float) -> RequestTimeout:
         return RequestTimeout(
-            f"GET {safe_url(self.target.url)}: no answer within connect_timeout={wait:g} s"
+            f"GET {safe_url(self.target.url)}: no answer within {wait:.3g} s (connect_timeout)"
         )
 
     def _abort_start(self) -> None:
