@@ -5,10 +5,7 @@ the same settings on an ``OAuth``'s own requests, against real TLS servers on 12
 
 from __future__ import annotations
 
-import datetime
-import ipaddress
 import ssl
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,10 +13,7 @@ import requests
 
 cryptography = pytest.importorskip("cryptography")
 
-from cryptography import x509  # noqa: E402
-from cryptography.hazmat.primitives import hashes, serialization  # noqa: E402
-from cryptography.hazmat.primitives.asymmetric import ec  # noqa: E402
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID  # noqa: E402
+from servers.selfsigned import make_pki  # noqa: E402
 
 import mcpsync  # noqa: E402
 from mcpsync import cli  # noqa: E402
@@ -32,95 +26,10 @@ from mcpsync.errors import AuthError, TLSError  # noqa: E402
 SECRET = "tls-client-SECRET-9f8e7d"
 
 
-def _name(common: str) -> x509.Name:
-    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common)])
-
-
-def _cert(
-    subject: str,
-    key: Any,
-    issuer: tuple[x509.Name, Any] | None,
-    *,
-    ca: bool = False,
-    server: bool = False,
-) -> x509.Certificate:
-    now = datetime.datetime.now(datetime.timezone.utc)
-    issuer_name, issuer_key = issuer if issuer is not None else (_name(subject), key)
-    builder = (
-        x509.CertificateBuilder()
-        .subject_name(_name(subject))
-        .issuer_name(issuer_name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
-    )
-    if ca:
-        builder = builder.add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=True,
-                crl_sign=True,
-                encipher_only=False,
-                decipher_only=False,
-            ),  # fmt: skip
-            critical=True,
-        )
-    elif server:
-        builder = builder.add_extension(
-            x509.SubjectAlternativeName(
-                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
-            ),
-            critical=False,
-        ).add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-    else:
-        builder = builder.add_extension(
-            x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False
-        )
-    return builder.sign(issuer_key, hashes.SHA256())
-
-
-def _write(path: Path, *items: Any) -> str:
-    data = b""
-    for item in items:
-        if isinstance(item, x509.Certificate):
-            data += item.public_bytes(serialization.Encoding.PEM)
-        else:
-            data += item.private_bytes(
-                serialization.Encoding.PEM,
-                serialization.PrivateFormat.PKCS8,
-                serialization.NoEncryption(),
-            )
-    path.write_bytes(data)
-    return str(path)
-
-
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """A throwaway CA, a server certificate for 127.0.0.1 and a client certificate."""
-    d = tmp_path_factory.mktemp("pki")
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca = _cert("mcpsync test CA", ca_key, None, ca=True)
-    server_key = ec.generate_private_key(ec.SECP256R1())
-    server = _cert("127.0.0.1", server_key, (ca.subject, ca_key), server=True)
-    client_key = ec.generate_private_key(ec.SECP256R1())
-    client = _cert("mcpsync test client", client_key, (ca.subject, ca_key))
-    other_key = ec.generate_private_key(ec.SECP256R1())
-    other_ca = _cert("another CA", other_key, None, ca=True)
-    return {
-        "ca": _write(d / "ca.pem", ca),
-        "other_ca": _write(d / "other-ca.pem", other_ca),
-        "server_cert": _write(d / "server.pem", server),
-        "server_key": _write(d / "server.key", server_key),
-        "client_cert": _write(d / "client.pem", client),
-        "client_key": _write(d / "client.key", client_key),
-        "client_both": _write(d / "client-both.pem", client, client_key),
-    }
+    return make_pki(tmp_path_factory.mktemp("pki"))
 
 
 def tls_server(
