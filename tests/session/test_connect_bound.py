@@ -222,6 +222,11 @@ def test_a_script_exiting_right_after_the_error_leaves_no_server(tmp_path: Path)
     out, err = proc.communicate(timeout=60)
     name, seconds = out.decode().split()
     assert name == "RequestTimeout" and float(seconds) <= 1.5 + BOUND_SLACK, (out, err)
+    _server_goes(pid_file, "the script")
+
+
+def _server_goes(pid_file: Path, outlived: str) -> None:
+    """The server whose pid ``pid_file`` holds ends within the shutdown ladder (``LADDER``)."""
     server_pid = int(pid_file.read_text().split()[1])
     deadline = time.monotonic() + LADDER
     while psutil.pid_exists(server_pid):
@@ -230,7 +235,7 @@ def test_a_script_exiting_right_after_the_error_leaves_no_server(tmp_path: Path)
                 break
         except psutil.NoSuchProcess:
             break
-        assert time.monotonic() < deadline, f"server {server_pid} outlived the script"
+        assert time.monotonic() < deadline, f"server {server_pid} outlived {outlived}"
         time.sleep(0.05)
 
 
@@ -260,16 +265,7 @@ def _exits_soon_after_its_error(argv: list[str], pid_file: Path, env: dict[str, 
     rest = proc.communicate(timeout=10)
     assert line, rest
     assert exited <= BOUND_SLACK, f"exited {exited:.2f} s after its error {line!r}"
-    server_pid = int(pid_file.read_text().split()[1])
-    deadline = time.monotonic() + LADDER
-    while psutil.pid_exists(server_pid):
-        try:
-            if psutil.Process(server_pid).status() == psutil.STATUS_ZOMBIE:
-                break
-        except psutil.NoSuchProcess:
-            break
-        assert time.monotonic() < deadline, f"server {server_pid} outlived the process"
-        time.sleep(0.05)
+    _server_goes(pid_file, "the process")
 
 
 @pytest.mark.parametrize("reaper", ["on", "off"])
