@@ -257,8 +257,8 @@ class StdioTransport(Transport):
         # holding the write lock writes everything queued, in order, in one write.
         mine = (data, message.get("id") if "method" in message else None)
         bound = self.write_timeout if timeout is None else timeout
-        # the encoding (a big request: seconds under load) counts against the bound too
-        bound = round(max(bound - (time.monotonic() - started), 0.0), 3)
+        if len(data) > _COMBINE_BYTES:  # a big request's encoding (seconds under load)
+            bound = round(max(bound - (time.monotonic() - started), 0.0), 3)  # counts too
         lock = self._write_lock
         try:
             if len(data) <= _COMBINE_BYTES:
