@@ -234,8 +234,6 @@ def _sub_parser(command: str) -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("words", nargs="*", help=argparse.SUPPRESS)
-    # what only some commands take, so that every command's namespace has each name
-    p.set_defaults(json_output=False, no_progress=False, json_args=None)
     if command == "call":
         p.add_argument(
             "--json",

@@ -176,7 +176,11 @@ def _indent(text: str, by: str = "  ") -> str:
 def _call_tool(
     session: Any, tool: str, arguments: dict[str, Any], out: _Out, ns: argparse.Namespace
 ) -> int:
-    bar = None if (out.quiet or ns.no_progress) else display.TextProgress(tool, out.stderr)
+    bar = (
+        None
+        if (out.quiet or getattr(ns, "no_progress", False))
+        else display.TextProgress(tool, out.stderr)
+    )
     kwargs: dict[str, Any] = {}
     if ns.timeout is not None:
         kwargs["timeout"] = None if ns.timeout <= 0 else ns.timeout

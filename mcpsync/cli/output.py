@@ -19,7 +19,7 @@ class _Out:
     """Where output goes; knows the format and whether stderr chatter is wanted."""
 
     def __init__(self, ns: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> None:
-        self.json = ns.output == "json" or ns.json_output
+        self.json = ns.output == "json" or bool(getattr(ns, "json_output", False))
         self.quiet = ns.quiet
         self.stdout = stdout
         self.stderr = stderr

@@ -91,7 +91,7 @@ def _store_spec(ns: argparse.Namespace, config: Any) -> Any:
     usage error (exit 2) before anything starts."""
     from ..auth.storage import TokenStoreSpec, default_store_path
 
-    use_keyring = ns.keyring
+    use_keyring = getattr(ns, "keyring", False)
     if use_keyring and ns.no_store:
         raise UsageError("--no-store and --keyring contradict each other; give one")
     if use_keyring and ns.token_store:

@@ -70,7 +70,7 @@ def _host_of(url: str) -> str:
 def _token_store(ns: argparse.Namespace) -> Any:
     """Where the command line keeps OAuth tokens: the per-user file (default), the system
     keyring (--keyring), or memory only (--no-store: None)."""
-    no_store, use_keyring = ns.no_store, ns.keyring
+    no_store, use_keyring = getattr(ns, "no_store", False), getattr(ns, "keyring", False)
     if no_store and use_keyring:
         raise UsageError("--no-store and --keyring contradict each other; give one")
     if no_store:
@@ -96,12 +96,12 @@ def _auth_factory(ns: argparse.Namespace) -> Callable[[ServerEntry], Any]:
     its tokens kept in the per-user file store unless --no-store (or --keyring: the system
     keyring). The store is made when the first entry needs OAuth."""
 
-    device = ns.device  # --device: the RFC 8628 device grant, no browser
+    device = getattr(ns, "device", False)  # --device: the RFC 8628 device grant, no browser
     options: dict[str, Any] = {"redirect": "device"} if device else {}
     made: list[Any] = []  # the one store, once made
 
     def factory(entry: ServerEntry) -> Any:
-        if entry.auth is not None or ns.oauth or device:
+        if entry.auth is not None or getattr(ns, "oauth", False) or device:
             if not made:
                 made.append(_token_store(ns))
             store = made[0]
@@ -115,13 +115,13 @@ def _auth_factory(ns: argparse.Namespace) -> Callable[[ServerEntry], Any]:
 
 def _apply_tls(kwargs: dict[str, Any], ns: argparse.Namespace) -> None:
     """--cacert / --insecure -> ``verify``; --cert [--key] -> ``cert`` (over the entry's)."""
-    if ns.cacert and ns.insecure:
+    if getattr(ns, "cacert", None) and getattr(ns, "insecure", False):
         raise UsageError("--cacert and --insecure contradict each other; give one")
-    if ns.cacert:
+    if getattr(ns, "cacert", None):
         kwargs["verify"] = os.path.expanduser(ns.cacert)
-    elif ns.insecure:
+    elif getattr(ns, "insecure", False):
         kwargs["verify"] = False
-    cert, key = ns.cert, ns.key
+    cert, key = getattr(ns, "cert", None), getattr(ns, "key", None)
     if key and not cert:
         raise UsageError("--key needs --cert")
     if cert:
@@ -189,11 +189,9 @@ def resolve_target(
         kwargs["headers"] = {**kwargs.get("headers", {}), **_parse_headers(ns.header)}
     _apply_timeouts(kwargs, ns)
     _apply_tls(kwargs, ns)
-    # replace the entry's includeTools/excludeTools
-    if ns.include_tools:
-        kwargs["include_tools"] = list(ns.include_tools)
-    if ns.exclude_tools:
-        kwargs["exclude_tools"] = list(ns.exclude_tools)
+    for key in ("include_tools", "exclude_tools"):  # replace the entry's includeTools/excludeTools
+        if getattr(ns, key, None):
+            kwargs[key] = list(getattr(ns, key))
     return Target(kwargs, label), words
 
 
